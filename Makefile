@@ -1,0 +1,98 @@
+# gpuslate build. `make` builds build/gpuslate; `make check` builds the
+# sanitizer variant, the fakes and the tests, and runs the whole suite;
+# `make demo` runs status and reclaim on a simulated GPU host.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+CC ?= cc
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wvla -Wformat=2 -Wno-format-nonliteral -Wundef -Wpointer-arith
+CSTD := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
+OPT ?= -O2 -g
+CPPFLAGS_ALL := -Isrc -DGS_VERSION='"$(VERSION)"' $(CPPFLAGS)
+CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(CFLAGS)
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# JSON (jansson) is linked statically so the binary needs only glibc at run time.
+LIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lpthread -lm
+
+LIB_SRCS := $(sort $(filter-out src/cli/main.c,$(wildcard src/*/*.c)))
+MAIN_SRC := src/cli/main.c
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+
+B := build
+REL_OBJS := $(LIB_SRCS:%.c=$(B)/rel/%.o)
+SAN_OBJS := $(LIB_SRCS:%.c=$(B)/san/%.o)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/san/tests/%)
+
+.PHONY: all asan fakes unit check test-unit test-e2e demo bench clean install uninstall
+
+all: $(B)/gpuslate
+
+$(B)/rel/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(B)/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -O1 $(SAN) -U_FORTIFY_SOURCE -MMD -MP -c $< -o $@
+
+$(B)/libgpuslate.a: $(REL_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libgpuslate-san.a: $(SAN_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/gpuslate: $(B)/rel/src/cli/main.o $(B)/libgpuslate.a
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDFLAGS) $(LIBS)
+
+$(B)/gpuslate-san: $(B)/san/src/cli/main.o $(B)/libgpuslate-san.a
+	$(CC) $(CFLAGS_ALL) $(SAN) -o $@ $^ $(LDFLAGS) $(LIBS)
+
+asan: $(B)/gpuslate-san
+
+# Test fakes: an NVML library that follows the real ABI (and its early-R535
+# variant with 32-byte process entries), and a holder process.
+FAKE_CFLAGS := $(CSTD) $(WARN) -O1 -g -Isrc
+$(B)/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -shared -fPIC -o $@ $< -lpthread
+
+$(B)/fakes/r535/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -DFAKE_EARLY_R535 -shared -fPIC -o $@ $< -lpthread
+
+$(B)/fakes/gs-holder: tests/fakes/holder.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -o $@ $<
+
+FAKES := $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/gs-holder
+fakes: $(FAKES)
+
+$(B)/san/tests/%: tests/unit/%.c $(B)/libgpuslate-san.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -O1 $(SAN) -Wno-missing-prototypes -o $@ $< $(B)/libgpuslate-san.a -lcmocka $(LIBS)
+
+unit: $(UNIT_BINS)
+
+test-unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+test-e2e: $(B)/gpuslate $(B)/gpuslate-san $(FAKES)
+	GPUSLATE_BIN=$(CURDIR)/$(B)/gpuslate-san GPUSLATE_BUILD=$(CURDIR)/$(B) bats --print-output-on-failure tests/e2e
+
+# The whole suite: unit tests and end-to-end tests, both under ASan+UBSan.
+check: test-unit test-e2e
+
+demo: $(B)/gpuslate $(FAKES)
+	@GPUSLATE_BUILD=$(CURDIR)/$(B) bash tests/demo.sh
+
+clean:
+	rm -rf $(B)
+
+-include $(REL_OBJS:.o=.d) $(SAN_OBJS:.o=.d) $(B)/rel/src/cli/main.d $(B)/san/src/cli/main.d

@@ -1,0 +1,91 @@
+/* GPU backends: a small table of functions per vendor. NVIDIA through NVML
+ * (dlopen'd, never linked) and, when NVML is unusable, the NVIDIA kernel
+ * driver's /proc/driver/nvidia files (GPU list only: no memory, no processes). */
+#ifndef GS_GPU_H
+#define GS_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/root.h"
+
+#define GS_MAX_GPUS 248 /* /dev/nvidia minors 0..247 */
+
+struct gs_gpu {
+	unsigned index;          /* NVML index (nvidia-smi's), or order in procfs */
+	unsigned minor;          /* /dev/nvidia<minor> */
+	char uuid[96];
+	char name[96];
+	char pci_bus_id[32];     /* "00000000:00:06.0" as NVML prints it */
+	bool mem_known;          /* memory fields below are valid */
+	bool mem_v2;             /* used/reserved come from the v2 call */
+	uint64_t mem_total;      /* bytes */
+	uint64_t mem_used;       /* bytes, allocated (v2), or v1 used minus nothing */
+	uint64_t mem_reserved;   /* bytes, the driver's reservation (v2 only) */
+};
+
+enum gs_gpu_proc_kind {
+	GS_GPU_PROC_COMPUTE,
+	GS_GPU_PROC_GRAPHICS,
+	GS_GPU_PROC_MPS,
+};
+
+struct gs_gpu_proc {
+	pid_t pid;               /* host PID as the driver reports it (may be dead) */
+	bool mem_known;
+	uint64_t mem_used;       /* bytes */
+	enum gs_gpu_proc_kind kind;
+};
+
+struct gs_gpu_mem {
+	bool v2;
+	uint64_t total, used, reserved;
+};
+
+struct gs_gpu_backend;
+
+struct gs_gpu_backend_ops {
+	const char *name;        /* "nvml", "procfs" */
+	/* Number of GPUs the backend can address. */
+	int (*count)(struct gs_gpu_backend *b, unsigned *ret);
+	/* Static facts and memory of GPU i (0-based backend order). */
+	int (*info)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret);
+	/* Memory only: the fast call the wait loop polls. -EOPNOTSUPP if unknown. */
+	int (*memory)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_mem *ret);
+	/* Union of compute, graphics and MPS lists, validated. *ret is malloc'd. */
+	int (*processes)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_proc **ret, size_t *ret_n);
+	void (*close)(struct gs_gpu_backend *b);
+};
+
+struct gs_gpu_backend {
+	const struct gs_gpu_backend_ops *ops;
+	char driver_version[80];
+};
+
+struct gs_nvml_opts {
+	const char *lib_path;    /* NULL: "libnvidia-ml.so.1" */
+	unsigned call_timeout_ms; /* deadline of every NVML call (0: default 5000) */
+};
+
+/* Load and initialise NVML. On failure returns -errno and writes a one-line
+ * reason (e.g. "libnvidia-ml.so.1: cannot open shared object file",
+ * "nvmlInit_v2: Driver/library version mismatch") to errbuf. Errors:
+ * -ENOENT library missing, -ENODEV driver not loaded / no GPU,
+ * -ETIMEDOUT a call passed its deadline, -EIO other NVML failure. */
+int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, char *errbuf, size_t errlen);
+
+/* GPU list from <root->drv_fd>/gpus/<pci>/information (/proc/driver/nvidia). */
+int gs_procfs_nvidia_open(const struct gs_root *root, struct gs_gpu_backend **ret);
+
+/* Parse one "information" file's text into ret (index left 0). Pure, for tests. */
+int gs_procfs_nvidia_parse_information(const char *text, struct gs_gpu *ret);
+
+static inline void gs_gpu_backend_close(struct gs_gpu_backend *b)
+{
+	if (b)
+		b->ops->close(b);
+}
+
+#endif

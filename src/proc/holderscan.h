@@ -1,0 +1,64 @@
+/* One pass over /proc finding every process that holds an NVIDIA device node:
+ * open fds (fstatat on /proc/PID/fd/N) and, for processes with such fds,
+ * mappings in /proc/PID/maps. Races (processes exiting mid-scan) are normal and
+ * skipped; permission errors are counted and reported, never hidden. */
+#ifndef GS_HOLDERSCAN_H
+#define GS_HOLDERSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc/devset.h"
+#include "util/root.h"
+
+struct gs_minorset {
+	uint64_t bits[4]; /* minors 0..255 */
+};
+
+static inline void gs_minorset_add(struct gs_minorset *s, unsigned m)
+{
+	if (m < 256)
+		s->bits[m / 64] |= 1ULL << (m % 64);
+}
+static inline int gs_minorset_has(const struct gs_minorset *s, unsigned m)
+{
+	return m < 256 && (s->bits[m / 64] >> (m % 64)) & 1;
+}
+static inline int gs_minorset_empty(const struct gs_minorset *s)
+{
+	return !(s->bits[0] | s->bits[1] | s->bits[2] | s->bits[3]);
+}
+
+struct gs_scan_proc {
+	pid_t pid;
+	struct gs_minorset fd_gpus;  /* /dev/nvidia<N> open as fds */
+	struct gs_minorset map_gpus; /* /dev/nvidia<N> mapped (marks a CUDA context) */
+	unsigned n_fds;              /* NVIDIA fds of any kind */
+	bool fd_ctl, fd_uvm, map_ctl, map_uvm;
+	bool maps_denied;            /* fds seen, maps unreadable */
+};
+
+struct gs_scan_result {
+	struct gs_scan_proc *procs;  /* sorted by pid */
+	size_t n_procs;
+	size_t n_scanned;            /* processes looked at */
+	size_t n_denied;             /* processes whose fds we could not read */
+	pid_t *denied;               /* their pids (up to n_denied), malloc'd */
+};
+
+struct gs_scan_opts {
+	pid_t skip_pid;              /* our own pid: never reported (0: none) */
+	bool read_maps;              /* read /proc/PID/maps of fd holders (default true) */
+};
+
+int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
+		    const struct gs_scan_opts *opts, struct gs_scan_result *ret);
+void gs_scan_result_free(struct gs_scan_result *r);
+
+/* Parse one line of /proc/PID/maps into (dev, inode); returns 0 when the line
+ * has a non-zero inode, -EINVAL otherwise. Pure, for tests. */
+int gs_parse_maps_line(const char *line, dev_t *ret_dev, ino_t *ret_ino);
+
+#endif

@@ -1,0 +1,54 @@
+/* Parsers for /proc/PID/stat and /proc/PID/status, and a reader that fills one
+ * struct per process through a PID directory fd. The parsers are pure
+ * functions over text so that unit tests and fuzzers can feed them anything. */
+#ifndef GS_PROCINFO_H
+#define GS_PROCINFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc/owner.h"
+
+#define GS_PF_KTHREAD 0x00200000u /* task->flags bit of kernel threads */
+
+struct gs_pidstat {
+	pid_t pid;
+	char comm[64];           /* text between the first '(' and the LAST ')' */
+	char state;              /* R S D Z T t X I ... */
+	pid_t ppid;
+	pid_t pgrp;
+	pid_t session;
+	unsigned flags;          /* field 9 */
+	uint64_t starttime;      /* field 22, clock ticks since boot */
+};
+
+struct gs_pidstatus {
+	uid_t uid;               /* real uid (first of Uid:) */
+	pid_t nspid;             /* innermost NSpid, equals pid when not in a child ns */
+	bool has_nspid;
+};
+
+/* Parse the text of /proc/PID/stat. Returns 0 or -EINVAL. */
+int gs_parse_pidstat(const char *text, struct gs_pidstat *ret);
+/* Parse the text of /proc/PID/status (Uid:, NSpid:). Returns 0 or -EINVAL. */
+int gs_parse_pidstatus(const char *text, struct gs_pidstatus *ret);
+
+struct gs_procinfo {
+	struct gs_pidstat st;
+	struct gs_pidstatus status;
+	char user[64];           /* name from getpwuid_r, else the number */
+	char name[64];           /* basename of argv[0], else comm */
+	char cmdline[512];       /* argv joined with spaces, control chars as '?' */
+	char wchan[64];          /* only filled for state D */
+	struct gs_owner owner;
+};
+
+/* Read stat, status, cmdline and cgroup of one process through its /proc/PID
+ * directory fd. Returns 0, -ENOENT/-ESRCH when the process is gone, -EACCES. */
+int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret);
+
+/* Read only /proc/PID/stat (the cheap identity check). */
+int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret);
+
+#endif

@@ -1,0 +1,163 @@
+#include "util/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+int gs_parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end != '\0')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int gs_parse_u32(const char *s, uint32_t *ret)
+{
+	uint64_t v;
+	int r = gs_parse_u64(s, &v);
+
+	if (r < 0)
+		return r;
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int gs_parse_pid(const char *s, pid_t *ret)
+{
+	uint64_t v;
+	int r = gs_parse_u64(s, &v);
+
+	if (r < 0)
+		return r;
+	if (v == 0 || v > INT_MAX)
+		return -ERANGE;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+int gs_parse_seconds(const char *s, uint64_t *ret_ms)
+{
+	char *end;
+	double v;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE || !isfinite(v))
+		return -ERANGE;
+	if (*end != '\0' || v < 0)
+		return -EINVAL;
+	if (v > 7 * 24 * 3600.0)
+		return -ERANGE;
+	*ret_ms = (uint64_t)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+size_t gs_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (size > 0) {
+		size_t c = n < size - 1 ? n : size - 1;
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
+
+char *gs_strstrip(char *s)
+{
+	char *e;
+
+	while (*s && isspace((unsigned char)*s))
+		memmove(s, s + 1, strlen(s));
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+bool gs_startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool gs_endswith(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	size_t cap = 4096, len = 0;
+	char *buf;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= max)
+				break;
+			cap = cap * 2 > max ? max : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+uint64_t gs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,49 @@
+/* Small helpers shared by every module: checked number parsing, cleanup
+ * attributes, bounded string copies and monotonic time.
+ * Convention: functions return 0 (or a count) on success and -errno on failure. */
+#ifndef GS_UTIL_H
+#define GS_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define GS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GS_MIB (1024ULL * 1024ULL)
+
+/* Cleanup attributes: every resource has one owner and one cleanup path. */
+static inline void gs_freep(void *p) { free(*(void **)p); }
+static inline void gs_closep(int *fd) { if (*fd >= 0) close(*fd); }
+#define _cleanup_free_ __attribute__((cleanup(gs_freep)))
+#define _cleanup_close_ __attribute__((cleanup(gs_closep)))
+
+/* Hand ownership on: returns the value and leaves the variable empty. */
+#define GS_TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+#define GS_TAKE_FD(fd) ({ int _t = (fd); (fd) = -1; _t; })
+
+/* Checked parsers: whole string must be consumed, no sign, no overflow.
+ * Return 0 or -EINVAL / -ERANGE. */
+int gs_parse_u64(const char *s, uint64_t *ret);
+int gs_parse_u32(const char *s, uint32_t *ret);
+int gs_parse_pid(const char *s, pid_t *ret);
+/* Seconds with an optional fraction ("10", "0.5"); rejects negatives, NaN. */
+int gs_parse_seconds(const char *s, uint64_t *ret_ms);
+
+/* strlcpy-like: always NUL-terminates, returns strlen(src). */
+size_t gs_strlcpy(char *dst, const char *src, size_t size);
+/* Trim ASCII whitespace at both ends in place; returns s. */
+char *gs_strstrip(char *s);
+bool gs_startswith(const char *s, const char *prefix);
+bool gs_endswith(const char *s, const char *suffix);
+
+/* Read a whole file relative to dirfd (AT_FDCWD allowed) into a NUL-terminated
+ * malloc'd buffer (up to max bytes; larger files are truncated). */
+int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t gs_now_ns(void);
+static inline uint64_t gs_now_ms(void) { return gs_now_ns() / 1000000ULL; }
+
+#endif
