@@ -74,6 +74,10 @@ $(B)/fakes/gs-holder: tests/fakes/holder.c
 FAKES := $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/gs-holder
 fakes: $(FAKES)
 
+# test_fake_nvml dlopen()s both fake libraries, and test-unit runs before
+# test-e2e builds the fakes: build them with that test.
+$(B)/san/tests/test_fake_nvml: $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1
+
 $(B)/san/tests/%: tests/unit/%.c $(B)/libgpuslate-san.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -O1 $(SAN) -Wno-missing-prototypes -o $@ $< $(B)/libgpuslate-san.a -lcmocka $(LIBS)

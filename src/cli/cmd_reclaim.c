@@ -1,0 +1,377 @@
+/* gpuslate reclaim and gpuslate wait: the pipeline discover -> plan -> stop
+ * -> wait -> verify -> report, and its exit status. */
+#include "cli/cli.h"
+#include "core/plan.h"
+#include "core/snapshot.h"
+#include "core/stop.h"
+#include "core/verify.h"
+#include "out/reclaim_out.h"
+#include "out/status_out.h"
+#include "util/spawn.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/time.h>
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* No SA_RESTART: a blocking poll or flock returns EINTR so the loops see
+ * the flag at once. */
+static void install_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* One reclaim at a time per host: two would race over the same holders
+ * and baselines. Waits up to timeout_ms for the other one to finish. */
+static int take_lock(const struct gs_cli *cli, int *ret_fd)
+{
+	const char *path = getenv("GPUSLATE_LOCK_FILE");
+	char buf[256];
+	int fd;
+
+	if (!path) {
+		if (access("/run", W_OK) == 0)
+			path = "/run/gpuslate.lock";
+		else {
+			snprintf(buf, sizeof(buf), "/tmp/gpuslate-%u.lock", (unsigned)getuid());
+			path = buf;
+		}
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		gs_err("cannot open lock file '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		struct itimerval it = { 0 };
+		uint64_t ms = cli->timeout_ms ? cli->timeout_ms : 1;
+
+		if (errno != EWOULDBLOCK) {
+			close(fd);
+			return -errno;
+		}
+		if (!cli->quiet)
+			gs_warn("another gpuslate reclaim is running on this host; waiting up to %.0f s",
+				cli->timeout_ms / 1000.0);
+		it.it_value.tv_sec = (time_t)(ms / 1000);
+		it.it_value.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+		setitimer(ITIMER_REAL, &it, NULL);
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno != EINTR || interrupted || getitimer(ITIMER_REAL, &it) < 0 ||
+			    (!it.it_value.tv_sec && !it.it_value.tv_usec)) {
+				memset(&it, 0, sizeof(it));
+				setitimer(ITIMER_REAL, &it, NULL);
+				close(fd);
+				return -EBUSY;
+			}
+		}
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	{
+		/* The holder's pid, for whoever waits on the lock. */
+		char pid[32];
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+		if (ftruncate(fd, 0) == 0 && write(fd, pid, (size_t)n) < 0) {
+			/* Informational only. */
+		}
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+static bool confirm(void)
+{
+	char line[64];
+
+	fprintf(stderr, "Proceed? [y/N] ");
+	fflush(stderr);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	gs_strstrip(line);
+	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
+}
+
+struct progress {
+	const struct gs_snapshot *s;
+	bool on;
+	bool drawn;
+};
+
+static void show_progress(void *ud, const struct gs_gpu_verdict *v, size_t n, uint64_t elapsed_ms)
+{
+	struct progress *pg = ud;
+	char line[512];
+	size_t off = 0;
+
+	if (!pg->on)
+		return;
+	off = (size_t)snprintf(line, sizeof(line), "waiting %.1f s:", elapsed_ms / 1000.0);
+	for (size_t g = 0; g < n && off + 48 < sizeof(line); g++) {
+		if (v[g].released && !v[g].n_held_by)
+			continue;
+		if (v[g].mem_known)
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %llu MiB held",
+						pg->s->gpus[v[g].gpu].index,
+						(unsigned long long)(v[g].after / GS_MIB));
+		else
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u held",
+						pg->s->gpus[v[g].gpu].index);
+	}
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	pg->drawn = true;
+}
+
+static void fill_selection(const struct gs_cli *cli, struct gs_selection *sel, bool wait_mode)
+{
+	memset(sel, 0, sizeof(*sel));
+	sel->gpus = cli->gpus;
+	sel->tolerance_mib = cli->tolerance_mib;
+	if (wait_mode)
+		return; /* wait: every compute holder of the GPUs must be gone */
+	sel->users = cli->users;
+	sel->n_users = cli->n_users;
+	sel->units = cli->units;
+	sel->n_units = cli->n_units;
+	sel->containers = cli->containers;
+	sel->n_containers = cli->n_containers;
+	sel->match = cli->match;
+	sel->include_clients = cli->include_clients;
+	sel->includes = cli->includes;
+	sel->n_includes = cli->n_includes;
+	sel->no_units = cli->no_units;
+	sel->have_pct = gs_program_exists("pct");
+	sel->have_lxc_attach = gs_program_exists("lxc-attach");
+}
+
+static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
+{
+	if (cli->json) {
+		json_t *j = gs_json_reclaim(rep);
+
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else {
+		gs_print_reclaim_report(stdout, rep);
+	}
+	fflush(stdout);
+	return rep->exit_status;
+}
+
+static int run(const struct gs_cli *cli, bool wait_mode)
+{
+	struct gs_discover d;
+	struct gs_snapshot s;
+	struct gs_ptable pt = { 0 };
+	struct gs_plan plan;
+	struct gs_selection sel;
+	struct gs_stop_result stop = { 0 };
+	struct gs_verify_result vr = { 0 };
+	struct gs_reclaim_report rep = { .command = wait_mode ? "wait" : "reclaim", .reason = cli->reason };
+	struct progress pg = { 0 };
+	char err[512];
+	uint64_t t_start = gs_now_ms();
+	int lock_fd = -1, r, rc;
+	bool acting = !wait_mode && !cli->dry_run;
+
+	install_handlers();
+	if (acting) {
+		r = take_lock(cli, &lock_fd);
+		if (r == -EBUSY) {
+			gs_err("another gpuslate reclaim still holds the lock after %.0f s", cli->timeout_ms / 1000.0);
+			return GS_EXIT_REFUSED;
+		}
+		if (r < 0)
+			return GS_EXIT_REFUSED;
+	}
+	rc = gs_cli_discover_open(cli, &d);
+	if (rc)
+		goto out_lock;
+	r = gs_discover_snapshot(&d, &s);
+	if (r < 0 && r != -ENODEV) {
+		gs_err("cannot read GPU state: %s", strerror(-r));
+		rc = GS_EXIT_DRIVER;
+		goto out_discover;
+	}
+	gs_cli_note_visibility(cli, &s);
+	if (r == -ENODEV) {
+		gs_err("no GPU information could be read (%s)", s.gpu_warning[0] ? s.gpu_warning : "no NVIDIA driver");
+		rc = GS_EXIT_DRIVER;
+		goto out_snapshot;
+	}
+	r = gs_ptable_load(d.root.proc_fd, &pt);
+	if (r < 0) {
+		gs_err("cannot read the process table: %s", strerror(-r));
+		rc = GS_EXIT_DRIVER;
+		goto out_snapshot;
+	}
+	fill_selection(cli, &sel, wait_mode);
+	r = gs_plan_build(&s, &pt, &sel, d.self, &plan, err, sizeof(err));
+	if (r < 0) {
+		gs_err("%s", err);
+		rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+		goto out_ptable;
+	}
+	rep.before = &s;
+	rep.plan = &plan;
+	rep.dry_run = cli->dry_run;
+
+	if (!wait_mode && !cli->json)
+		gs_print_plan(stdout, &s, &plan);
+	if (!wait_mode && cli->dry_run) {
+		rep.verdict = "dry-run";
+		rep.exit_status = GS_EXIT_CLEAN;
+		rep.elapsed_ms = gs_now_ms() - t_start;
+		if (cli->json)
+			emit(cli, &rep);
+		else
+			printf("\nDry run: nothing was changed.\n");
+		rc = GS_EXIT_CLEAN;
+		goto out_plan;
+	}
+	if (acting && plan.n_targets && !cli->yes) {
+		if (!isatty(STDIN_FILENO)) {
+			rep.verdict = "refused";
+			rep.exit_status = GS_EXIT_REFUSED;
+			rep.message = "refused: no terminal to confirm on; use -y to act without confirmation";
+			rep.elapsed_ms = gs_now_ms() - t_start;
+			gs_err("refusing to stop %zu process%s without confirmation: no terminal (use -y)",
+			       plan.n_targets, plan.n_targets == 1 ? "" : "es");
+			if (cli->json)
+				emit(cli, &rep);
+			rc = GS_EXIT_REFUSED;
+			goto out_plan;
+		}
+		fflush(stdout);
+		if (!confirm()) {
+			rep.verdict = "refused";
+			rep.exit_status = GS_EXIT_REFUSED;
+			rep.message = "refused: not confirmed";
+			rep.elapsed_ms = gs_now_ms() - t_start;
+			gs_err("not confirmed: nothing was changed");
+			if (cli->json)
+				emit(cli, &rep);
+			rc = GS_EXIT_REFUSED;
+			goto out_plan;
+		}
+	}
+
+	{
+		uint64_t t0 = gs_now_ns();
+		struct gs_verify_opts vo = {
+			.timeout_ms = cli->timeout_ms,
+			.t0_ns = t0,
+			.interrupted = &interrupted,
+			.keep_waiting_on_respawn = wait_mode,
+			.sel = &sel,
+			.progress = show_progress,
+			.progress_ud = &pg,
+			.old_plan = &plan,
+			.before = &s,
+		};
+
+		if (acting && plan.n_targets) {
+			struct gs_stop_opts so = {
+				.grace_ms = cli->grace_ms,
+				.kill_wait_ms = 5000,
+				.unit_timeout_ms = cli->grace_ms + 90000,
+				.interrupted = &interrupted,
+				.have_pct = sel.have_pct,
+			};
+
+			r = gs_stop_run(&plan, d.root.proc_fd, &so, &stop);
+			if (r < 0) {
+				gs_err("stopping failed: %s", strerror(-r));
+				rc = GS_EXIT_DRIVER;
+				goto out_plan;
+			}
+			rep.stop = &stop;
+		}
+		pg.s = &s;
+		pg.on = isatty(STDERR_FILENO) && !cli->quiet && !getenv("GPUSLATE_NO_PROGRESS");
+		if (interrupted) {
+			/* Ctrl-C during the stop: report what was done, no waiting. */
+			vo.timeout_ms = 0;
+		}
+		r = gs_verify_wait(&d, &vo, &vr);
+		if (pg.drawn)
+			fprintf(stderr, "\r\033[K");
+		if (r < 0) {
+			gs_err("verification failed: %s", strerror(-r));
+			rc = GS_EXIT_DRIVER;
+			goto out_stop;
+		}
+		rep.verify = &vr;
+	}
+
+	if (vr.driver_failed) {
+		rep.verdict = "driver-failure";
+		rep.exit_status = GS_EXIT_DRIVER;
+	} else if (vr.clean && vr.memory_unverified) {
+		rep.verdict = "unverified";
+		rep.exit_status = GS_EXIT_DRIVER;
+		rep.message = "holders gone, but GPU memory could not be verified (NVML unusable)";
+	} else if (vr.clean) {
+		rep.verdict = "clean";
+		rep.exit_status = GS_EXIT_CLEAN;
+	} else {
+		rep.verdict = "not-clean";
+		rep.exit_status = GS_EXIT_NOT_CLEAN;
+	}
+	rep.elapsed_ms = gs_now_ms() - t_start;
+	rc = emit(cli, &rep);
+
+out_stop:
+	gs_verify_result_free(&vr);
+	gs_stop_result_free(&stop);
+out_plan:
+	gs_plan_free(&plan);
+out_ptable:
+	gs_ptable_free(&pt);
+out_snapshot:
+	gs_snapshot_free(&s);
+out_discover:
+	gs_discover_close(&d);
+out_lock:
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return rc;
+}
+
+int gs_cmd_reclaim(const struct gs_cli *cli)
+{
+	return run(cli, false);
+}
+
+int gs_cmd_wait(const struct gs_cli *cli)
+{
+	return run(cli, true);
+}

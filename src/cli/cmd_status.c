@@ -1,0 +1,81 @@
+/* gpuslate status: show every GPU and everything that holds it. */
+#include "cli/cli.h"
+#include "core/gpusel.h"
+#include "core/snapshot.h"
+#include "out/status_out.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Tell the user what the snapshot could not see, on stderr, once. */
+
+void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s)
+{
+	if (s->gpu_warning[0] && !cli->no_nvml)
+		gs_warn("%s; %s", s->gpu_warning,
+			!strcmp(s->gpu_source, "procfs") ? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
+							 : "holders from the fd scan only");
+	if (s->n_denied && !cli->quiet)
+		gs_warn("%zu of %zu processes could not be inspected (permission denied)%s", s->n_denied,
+			s->n_scanned, s->as_root ? "" : "; run as root to see every holder");
+}
+
+int gs_cmd_status(const struct gs_cli *cli)
+{
+	struct gs_discover d;
+	struct gs_snapshot s;
+	struct gs_gpuset sel = { 0 };
+	char err[512];
+	int r, rc = GS_EXIT_CLEAN;
+
+	r = gs_cli_discover_open(cli, &d);
+	if (r)
+		return r;
+	r = gs_discover_snapshot(&d, &s);
+	if (r < 0 && r != -ENODEV) {
+		gs_err("cannot read GPU state: %s", strerror(-r));
+		gs_discover_close(&d);
+		return GS_EXIT_DRIVER;
+	}
+	gs_cli_note_visibility(cli, &s);
+	if (r == -ENODEV) {
+		gs_err("no GPU information could be read (%s)", s.gpu_warning[0] ? s.gpu_warning : "no NVIDIA driver");
+		rc = GS_EXIT_DRIVER;
+	}
+	if (gs_gpusel_resolve(cli->gpus, s.gpus, s.n_gpus, &sel, err, sizeof(err)) < 0) {
+		gs_err("%s", err);
+		gs_snapshot_free(&s);
+		gs_discover_close(&d);
+		return GS_EXIT_USAGE;
+	}
+
+	if (cli->json) {
+		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
+
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (cli->csv) {
+		gs_print_status_csv(stdout, &s, &sel, !cli->gpus);
+	} else if (cli->query_gpu || cli->query_apps) {
+		r = cli->query_gpu ? gs_print_smi_query_gpu(stdout, &s, &sel, cli->query_gpu, cli->format, err, sizeof(err))
+				   : gs_print_smi_query_apps(stdout, &s, &sel, cli->query_apps, cli->format, err, sizeof(err));
+		if (r < 0) {
+			gs_err("%s", err);
+			rc = GS_EXIT_USAGE;
+		}
+	} else if (cli->prometheus) {
+		gs_print_prometheus(stdout, &s, &sel);
+	} else {
+		gs_print_status_table(stdout, &s, &sel, !cli->gpus);
+	}
+	gs_snapshot_free(&s);
+	gs_discover_close(&d);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		gs_err("write error on standard output: %s", strerror(errno));
+		return GS_EXIT_USAGE;
+	}
+	return rc;
+}

@@ -1,0 +1,485 @@
+#include "core/plan.h"
+#include "core/gpusel.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *gs_action_str(enum gs_action a)
+{
+	switch (a) {
+	case GS_ACT_SIGNAL: return "signal";
+	case GS_ACT_SIGNAL_GROUP: return "signal-group";
+	case GS_ACT_STOP_UNIT: return "stop-unit";
+	}
+	return "unknown";
+}
+
+const char *gs_leave_str(enum gs_leave w)
+{
+	switch (w) {
+	case GS_LEAVE_SELF: return "gpuslate itself";
+	case GS_LEAVE_ANCESTOR: return "an ancestor of gpuslate";
+	case GS_LEAVE_INIT: return "PID 1";
+	case GS_LEAVE_KTHREAD: return "a kernel thread";
+	case GS_LEAVE_PROTECTED: return "protected daemon (name it with --include to stop it)";
+	case GS_LEAVE_CLIENT: return "client holding no GPU memory (--include-clients to stop it)";
+	case GS_LEAVE_NOT_SELECTED: return "not selected";
+	case GS_LEAVE_DEAD: return "no such process (listed by NVML)";
+	case GS_LEAVE_UNKNOWN: return "identity unreadable (permission denied)";
+	}
+	return "unknown";
+}
+
+const char *gs_why_str(enum gs_why w)
+{
+	switch (w) {
+	case GS_WHY_HOLDER: return "holds a selected GPU";
+	case GS_WHY_DESCENDANT: return "descendant of a target";
+	case GS_WHY_GROUP_MEMBER: return "member of a target's process group";
+	}
+	return "unknown";
+}
+
+void gs_plan_free(struct gs_plan *p)
+{
+	free(p->targets);
+	free(p->left);
+	free(p->units);
+	memset(p, 0, sizeof(*p));
+}
+
+const struct gs_target *gs_plan_find_target(const struct gs_plan *p, pid_t pid)
+{
+	for (size_t i = 0; i < p->n_targets; i++)
+		if (p->targets[i].pid == pid)
+			return &p->targets[i];
+	return NULL;
+}
+
+static int push(void **arr, size_t *n, size_t elem, const void *v)
+{
+	/* Arrays here are small (holders of one host): grow one by one. */
+	void *na = realloc(*arr, (*n + 1) * elem);
+
+	if (!na)
+		return -ENOMEM;
+	memcpy((char *)na + *n * elem, v, elem);
+	*arr = na;
+	(*n)++;
+	return 0;
+}
+
+static int resolve_user(const char *name, uid_t *ret, char *err, size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	uint32_t u;
+
+	if (gs_parse_u32(name, &u) == 0) {
+		*ret = (uid_t)u;
+		return 0;
+	}
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res) {
+		snprintf(err, errlen, "unknown user '%s'", name);
+		return -EINVAL;
+	}
+	*ret = res->pw_uid;
+	return 0;
+}
+
+static bool name_in(const char *const *list, size_t n, const struct gs_holder *h)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], h->info.name) || !strcmp(list[i], h->info.st.comm))
+			return true;
+	return false;
+}
+
+/* Unit names match with or without the .service suffix. */
+static bool unit_matches(const char *want, const char *unit)
+{
+	size_t lw = strlen(want);
+
+	if (!unit[0])
+		return false;
+	if (!strcmp(want, unit))
+		return true;
+	return !strchr(want, '.') && !strncmp(unit, want, lw) && !strcmp(unit + lw, ".service");
+}
+
+/* Container ids match in full or by a prefix of at least 4 characters
+ * (docker's short ids), and CT names/vmids exactly. */
+static bool container_matches(const char *want, const struct gs_owner *o)
+{
+	size_t lw = strlen(want);
+
+	switch (o->kind) {
+	case GS_OWNER_DOCKER:
+	case GS_OWNER_PODMAN:
+	case GS_OWNER_KUBERNETES:
+		return lw >= 4 && !strncmp(o->name, want, lw);
+	case GS_OWNER_LXC:
+	case GS_OWNER_NSPAWN:
+		return !strcmp(o->name, want);
+	default:
+		return false;
+	}
+}
+
+struct filters {
+	uid_t uids[64];
+	size_t n_uids;
+	regex_t re;
+	bool have_re;
+};
+
+static bool passes_filters(const struct gs_holder *h, const struct gs_selection *sel, const struct filters *f)
+{
+	const struct gs_owner *o = &h->info.owner;
+
+	if (f->n_uids) {
+		bool ok = false;
+
+		for (size_t i = 0; i < f->n_uids && !ok; i++)
+			ok = h->info.status.uid == f->uids[i];
+		if (!ok)
+			return false;
+	}
+	if (sel->n_units) {
+		bool ok = false;
+		const char *u = o->kind == GS_OWNER_UNIT || o->kind == GS_OWNER_USER_UNIT ? o->name : o->unit;
+
+		for (size_t i = 0; i < sel->n_units && !ok; i++)
+			ok = unit_matches(sel->units[i], u);
+		if (!ok)
+			return false;
+	}
+	if (sel->n_containers) {
+		bool ok = false;
+
+		for (size_t i = 0; i < sel->n_containers && !ok; i++)
+			ok = container_matches(sel->containers[i], o);
+		if (!ok)
+			return false;
+	}
+	if (f->have_re && regexec(&f->re, h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm, 0, NULL, 0) != 0)
+		return false;
+	return true;
+}
+
+/* Safety rules that no selection overrides. Returns true and sets *why when
+ * the process must be left alone. */
+static bool never_touch(const struct gs_pidstat *st, const struct gs_ptable *pt, pid_t self, enum gs_leave *why)
+{
+	if (st->pid == self) {
+		*why = GS_LEAVE_SELF;
+		return true;
+	}
+	if (st->pid == 1) {
+		*why = GS_LEAVE_INIT;
+		return true;
+	}
+	if (gs_pidstat_is_kthread(st)) {
+		*why = GS_LEAVE_KTHREAD;
+		return true;
+	}
+	if (gs_ptable_is_ancestor(pt, st->pid, self)) {
+		*why = GS_LEAVE_ANCESTOR;
+		return true;
+	}
+	return false;
+}
+
+static int add_target(struct gs_plan *p, const struct gs_pidstat *st, int holder, enum gs_why why, pid_t why_pid)
+{
+	struct gs_target t = {
+		.pid = st->pid, .starttime = st->starttime, .holder = holder,
+		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1,
+	};
+
+	gs_strlcpy(t.comm, st->comm, sizeof(t.comm));
+	return push((void **)&p->targets, &p->n_targets, sizeof(t), &t);
+}
+
+static int add_left(struct gs_plan *p, const struct gs_holder *h, int idx, enum gs_leave why)
+{
+	struct gs_leftalone l = { .pid = h->pid, .holder = idx, .why = why };
+
+	gs_strlcpy(l.comm, h->info_ok ? h->info.st.comm : "", sizeof(l.comm));
+	return push((void **)&p->left, &p->n_left, sizeof(l), &l);
+}
+
+static bool is_target(const struct gs_plan *p, pid_t pid)
+{
+	return gs_plan_find_target(p, pid) != NULL;
+}
+
+static bool has_target_ancestor(const struct gs_plan *p, const struct gs_ptable *pt, pid_t pid, pid_t *ret_anc)
+{
+	const struct gs_pidstat *st = gs_ptable_find(pt, pid);
+
+	for (int depth = 0; st && depth < 4096; depth++) {
+		if (st->ppid <= 1 || st->ppid == st->pid)
+			return false;
+		if (is_target(p, st->ppid)) {
+			*ret_anc = st->ppid;
+			return true;
+		}
+		st = gs_ptable_find(pt, st->ppid);
+	}
+	return false;
+}
+
+static int unit_index(struct gs_plan *p, const char *unit, const char *container)
+{
+	struct gs_unit_stop u = { 0 };
+
+	for (size_t i = 0; i < p->n_units; i++)
+		if (!strcmp(p->units[i].unit, unit) && !strcmp(p->units[i].container, container))
+			return (int)i;
+	gs_strlcpy(u.unit, unit, sizeof(u.unit));
+	gs_strlcpy(u.container, container, sizeof(u.container));
+	if (push((void **)&p->units, &p->n_units, sizeof(u), &u) < 0)
+		return -ENOMEM;
+	return (int)p->n_units - 1;
+}
+
+/* Which unit stop, if any, ends this target the way its supervisor expects. */
+static int choose_unit(struct gs_plan *p, const struct gs_holder *h, const struct gs_selection *sel,
+		       const struct gs_owner *self_owner)
+{
+	const struct gs_owner *o = &h->info.owner;
+
+	if (sel->no_units)
+		return -1;
+	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service")) {
+		/* Never stop the unit gpuslate itself runs in. */
+		if (self_owner->kind == GS_OWNER_UNIT && !strcmp(self_owner->name, o->name))
+			return -1;
+		return unit_index(p, o->name, "");
+	}
+	if (o->kind == GS_OWNER_LXC && gs_endswith(o->unit, ".service") && (sel->have_pct || sel->have_lxc_attach))
+		return unit_index(p, o->unit, o->name);
+	return -1;
+}
+
+static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
+{
+	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
+		uint64_t keep = tolerance * GS_MIB;
+
+		p->baseline_known[g] = s->gpus[g].mem_known;
+		for (size_t k = 0; k < s->n_nvml; k++) {
+			const struct gs_nvml_entry *e = &s->nvml[k];
+			const struct gs_holder *h;
+
+			if (e->gpu != g || !e->mem_known)
+				continue;
+			if (is_target(p, e->pid))
+				continue;
+			h = gs_snapshot_find(s, e->pid);
+			if (h && !h->alive) {
+				/* A dead creator's memory goes when its heirs go. */
+				pid_t heirs[64];
+				size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
+				bool heir_targeted = false;
+
+				for (size_t i = 0; i < n; i++)
+					heir_targeted |= is_target(p, heirs[i]);
+				if (heir_targeted || n == 0)
+					continue;
+			}
+			keep += e->mem_used;
+		}
+		p->baseline[g] = keep;
+	}
+}
+
+int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
+		  pid_t self, struct gs_plan *p, char *err, size_t errlen)
+{
+	struct filters f = { 0 };
+	struct gs_owner self_owner = { 0 };
+	bool changed;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	r = gs_gpusel_resolve(sel->gpus, s->gpus, s->n_gpus, &p->gpus, err, errlen);
+	if (r < 0)
+		return -EINVAL;
+	if (sel->n_users > GS_ARRAY_SIZE(f.uids)) {
+		snprintf(err, errlen, "too many users");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sel->n_users; i++) {
+		r = resolve_user(sel->users[i], &f.uids[f.n_uids++], err, errlen);
+		if (r < 0)
+			return r;
+	}
+	if (sel->match) {
+		r = regcomp(&f.re, sel->match, REG_EXTENDED | REG_NOSUB);
+		if (r != 0) {
+			char msg[128];
+
+			regerror(r, &f.re, msg, sizeof(msg));
+			snprintf(err, errlen, "invalid --match '%s': %s", sel->match, msg);
+			return -EINVAL;
+		}
+		f.have_re = true;
+	}
+	{
+		/* Our own owner: the unit we run in must never be stopped by us. */
+		char *txt = NULL;
+
+		if (gs_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &txt, NULL) == 0) {
+			(void)gs_owner_from_cgroup(txt, &self_owner);
+			free(txt);
+		}
+	}
+
+	/* 1. Holders of the selected GPUs. */
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+		const struct gs_pidstat *st;
+		enum gs_leave why;
+
+		if (!gs_gpuset_intersects(&h->gpus, &p->gpus))
+			continue;
+		if (!h->alive) {
+			r = add_left(p, h, (int)i, GS_LEAVE_DEAD);
+			goto next;
+		}
+		if (!h->info_ok) {
+			r = add_left(p, h, (int)i, GS_LEAVE_UNKNOWN);
+			goto next;
+		}
+		st = &h->info.st;
+		if (never_touch(st, pt, self, &why)) {
+			r = add_left(p, h, (int)i, why);
+			goto next;
+		}
+		if (h->role == GS_ROLE_PROTECTED && !name_in(sel->includes, sel->n_includes, h)) {
+			r = add_left(p, h, (int)i, GS_LEAVE_PROTECTED);
+			goto next;
+		}
+		if (h->role == GS_ROLE_CLIENT && !sel->include_clients && !name_in(sel->includes, sel->n_includes, h)) {
+			r = add_left(p, h, (int)i, GS_LEAVE_CLIENT);
+			goto next;
+		}
+		if (!passes_filters(h, sel, &f)) {
+			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
+			goto next;
+		}
+		r = add_target(p, st, (int)i, GS_WHY_HOLDER, 0);
+next:
+		if (r < 0)
+			goto fail;
+	}
+
+	/* 2. Descendants of targets that hold a selected GPU go with them,
+	 * whatever their role or filters, but never past the safety rules or a
+	 * protected name. */
+	do {
+		changed = false;
+		for (size_t k = 0; k < p->n_left; k++) {
+			struct gs_leftalone *l = &p->left[k];
+			const struct gs_holder *h;
+			pid_t anc;
+
+			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED)
+				continue;
+			h = &s->holders[l->holder];
+			if (!has_target_ancestor(p, pt, h->pid, &anc))
+				continue;
+			r = add_target(p, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
+			if (r < 0)
+				goto fail;
+			memmove(l, l + 1, (p->n_left - k - 1) * sizeof(*l));
+			p->n_left--;
+			k--;
+			changed = true;
+		}
+	} while (changed);
+
+	/* 3. Owner-aware actions: units are stopped through their manager. */
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+		int u;
+
+		if (t->holder < 0)
+			continue;
+		u = choose_unit(p, &s->holders[t->holder], sel, &self_owner);
+		if (u == -ENOMEM) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (u >= 0) {
+			t->action = GS_ACT_STOP_UNIT;
+			t->unit = u;
+		}
+	}
+
+	/* 4. A target that leads its own process group takes the group with it
+	 * (workers, helpers). Members are signalled one by one through pidfds. */
+	{
+		size_t n0 = p->n_targets;
+		const struct gs_pidstat *me = gs_ptable_find(pt, self);
+
+		for (size_t i = 0; i < n0; i++) {
+			struct gs_target *t = &p->targets[i];
+			pid_t leader = t->pid;
+			size_t members = 0;
+			const struct gs_pidstat *lst = gs_ptable_find(pt, leader);
+
+			if (t->action != GS_ACT_SIGNAL || t->why != GS_WHY_HOLDER || !lst || lst->pgrp != leader)
+				continue;
+			if (me && me->pgrp == leader)
+				continue;
+			for (size_t k = 0; k < pt->n; k++) {
+				const struct gs_pidstat *st = &pt->procs[k];
+				const struct gs_holder *h;
+				enum gs_leave why;
+
+				if (st->pgrp != leader || st->pid == leader)
+					continue;
+				members++;
+				if (is_target(p, st->pid) || never_touch(st, pt, self, &why) ||
+				    gs_is_protected_name(st->comm, NULL))
+					continue;
+				h = gs_snapshot_find(s, st->pid);
+				if (h && (h->role == GS_ROLE_PROTECTED ||
+					  (h->info_ok && gs_is_protected_name(h->info.st.comm, h->info.name))))
+					continue;
+				r = add_target(p, st, -1, GS_WHY_GROUP_MEMBER, leader);
+				if (r < 0)
+					goto fail;
+				/* The left-alone entry, if any, is superseded. */
+				for (size_t m = 0; m < p->n_left; m++)
+					if (p->left[m].pid == st->pid) {
+						p->targets[p->n_targets - 1].holder = p->left[m].holder;
+						memmove(&p->left[m], &p->left[m + 1], (p->n_left - m - 1) * sizeof(p->left[0]));
+						p->n_left--;
+						break;
+					}
+				t = &p->targets[i]; /* the array may have moved */
+			}
+			if (members)
+				t->action = GS_ACT_SIGNAL_GROUP;
+		}
+	}
+
+	compute_baseline(p, s, sel->tolerance_mib);
+	if (f.have_re)
+		regfree(&f.re);
+	return 0;
+fail:
+	if (f.have_re)
+		regfree(&f.re);
+	gs_plan_free(p);
+	snprintf(err, errlen, "out of memory");
+	return r;
+}

@@ -1,0 +1,104 @@
+/* The "plan" stage: selection turns a snapshot into targets, each with an
+ * action, and into the list of what is left alone and why. Pure decisions:
+ * nothing is signalled here. Safety rules that hold under any input live here:
+ * never gpuslate itself or its ancestors, PID 1, kernel threads, protected
+ * daemons unless named, clients unless asked. */
+#ifndef GS_PLAN_H
+#define GS_PLAN_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/snapshot.h"
+#include "proc/ptable.h"
+
+enum gs_action {
+	GS_ACT_SIGNAL,       /* the signal ladder on this process */
+	GS_ACT_SIGNAL_GROUP, /* the ladder on every member of its process group */
+	GS_ACT_STOP_UNIT,    /* systemctl stop <unit> (inside a CT: pct exec / lxc-attach) */
+};
+
+enum gs_why {
+	GS_WHY_HOLDER,       /* holds a selected GPU */
+	GS_WHY_DESCENDANT,   /* descendant of a target, holds a selected GPU */
+	GS_WHY_GROUP_MEMBER, /* member of a target's process group */
+};
+
+struct gs_target {
+	pid_t pid;
+	uint64_t starttime;
+	int holder;          /* index into the snapshot's holders, -1 if not a holder */
+	enum gs_action action;
+	enum gs_why why;
+	pid_t why_pid;       /* the target it descends from / the group leader */
+	int unit;            /* index into plan units for GS_ACT_STOP_UNIT, else -1 */
+	char comm[64];
+};
+
+struct gs_unit_stop {
+	char unit[256];
+	char container[256]; /* LXC/Proxmox CT id when the unit runs inside one, "" on the host */
+};
+
+enum gs_leave {
+	GS_LEAVE_SELF,
+	GS_LEAVE_ANCESTOR,
+	GS_LEAVE_INIT,
+	GS_LEAVE_KTHREAD,
+	GS_LEAVE_PROTECTED,
+	GS_LEAVE_CLIENT,
+	GS_LEAVE_NOT_SELECTED,
+	GS_LEAVE_DEAD,       /* listed by NVML, no such process: nothing to signal */
+	GS_LEAVE_UNKNOWN,    /* could not read its identity (permission) */
+};
+
+struct gs_leftalone {
+	pid_t pid;
+	int holder;
+	enum gs_leave why;
+	char comm[64];
+};
+
+struct gs_selection {
+	const char *gpus;
+	const char *const *users; size_t n_users;
+	const char *const *units; size_t n_units;
+	const char *const *containers; size_t n_containers;
+	const char *match;          /* POSIX extended regex over the command line */
+	bool include_clients;
+	const char *const *includes; size_t n_includes; /* protected names allowed */
+	bool no_units;
+	bool have_pct, have_lxc_attach; /* which container tools exist (for CT units) */
+	uint64_t tolerance_mib;
+};
+
+struct gs_plan {
+	struct gs_gpuset gpus;      /* selected GPUs (snapshot indices) */
+	struct gs_target *targets;
+	size_t n_targets;
+	struct gs_leftalone *left;
+	size_t n_left;
+	struct gs_unit_stop *units;
+	size_t n_units;
+	/* Per snapshot GPU: memory that may stay (holders left alone plus the
+	 * tolerance). Clean means used <= baseline and no target remains. */
+	uint64_t baseline[GS_MAX_GPUS];
+	bool baseline_known[GS_MAX_GPUS];
+};
+
+/* Build the plan. Returns 0, or -EINVAL with a one-line reason in err (bad
+ * regex, unknown GPU, unknown user). self is gpuslate's pid. */
+int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
+		  pid_t self, struct gs_plan *ret, char *err, size_t errlen);
+void gs_plan_free(struct gs_plan *p);
+
+const char *gs_action_str(enum gs_action a);
+const char *gs_leave_str(enum gs_leave w);
+const char *gs_why_str(enum gs_why w);
+
+/* Is pid one of the plan's targets? */
+const struct gs_target *gs_plan_find_target(const struct gs_plan *p, pid_t pid);
+
+#endif

@@ -1,0 +1,354 @@
+#include "core/snapshot.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Infrastructure that must survive a clean slate unless named explicitly:
+ * killing these freezes GPUs (DCGM), breaks NVLink fabrics or the display. */
+static const char *const protected_names[] = {
+	"nvidia-persistenced",
+	"nv-hostengine",
+	"dcgm-exporter",
+	"nv-fabricmanager",
+	"nvidia-fabricmanager",
+	"nvidia-imex",
+	"nvidia-cuda-mps-control",
+	"Xorg",
+	"X",
+	"Xwayland",
+};
+
+/* comm is the executable name cut to 15 bytes by the kernel. */
+static bool comm_matches(const char *comm, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 15)
+		return strlen(comm) == 15 && strncmp(comm, name, 15) == 0;
+	return strcmp(comm, name) == 0;
+}
+
+bool gs_is_protected_name(const char *comm, const char *argv0_name)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(protected_names); i++) {
+		if (comm && comm_matches(comm, protected_names[i]))
+			return true;
+		if (argv0_name && strcmp(argv0_name, protected_names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+const char *gs_role_str(enum gs_role r)
+{
+	switch (r) {
+	case GS_ROLE_COMPUTE:
+		return "compute";
+	case GS_ROLE_CLIENT:
+		return "client";
+	case GS_ROLE_PROTECTED:
+		return "protected";
+	}
+	return "unknown";
+}
+
+int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
+{
+	char err[256] = "";
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->self = getpid();
+	r = gs_root_open(&d->root, &opts->paths);
+	if (r < 0)
+		return r;
+	r = gs_devset_load(&d->root, &d->devs);
+	if (r < 0) {
+		gs_root_close(&d->root);
+		return r;
+	}
+
+	if (!opts->no_nvml) {
+		struct gs_nvml_opts no = {
+			.lib_path = opts->nvml_lib,
+			.call_timeout_ms = opts->nvml_timeout_ms,
+		};
+
+		r = gs_nvml_open(&no, &d->backend, err, sizeof(err));
+		if (r >= 0) {
+			d->gpu_source = "nvml";
+			return 0;
+		}
+		snprintf(d->gpu_warning, sizeof(d->gpu_warning), "NVML unusable (%s)",
+			 err[0] ? err : strerror(-r));
+	} else {
+		gs_strlcpy(d->gpu_warning, "NVML not used (--no-nvml)", sizeof(d->gpu_warning));
+	}
+
+	/* The kernel driver's own files still list the GPUs when the library
+	 * is missing or does not match the loaded driver. */
+	r = gs_procfs_nvidia_open(&d->root, &d->backend);
+	if (r >= 0) {
+		d->gpu_source = "procfs";
+		return 0;
+	}
+	d->backend = NULL;
+	d->gpu_source = "none";
+	return 0;
+}
+
+void gs_discover_close(struct gs_discover *d)
+{
+	gs_gpu_backend_close(d->backend);
+	d->backend = NULL;
+	gs_devset_free(&d->devs);
+	gs_root_close(&d->root);
+}
+
+void gs_snapshot_free(struct gs_snapshot *s)
+{
+	free(s->gpus);
+	free(s->nvml);
+	free(s->holders);
+	memset(s, 0, sizeof(*s));
+}
+
+const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid)
+{
+	size_t lo = 0, hi = s->n_holders;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->holders[mid].pid == pid)
+			return &s->holders[mid];
+		if (s->holders[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Growable holder array, kept unsorted while building. */
+struct holder_vec {
+	struct gs_holder *v;
+	size_t n, cap;
+};
+
+static struct gs_holder *holder_get(struct holder_vec *hv, pid_t pid, bool create)
+{
+	for (size_t i = 0; i < hv->n; i++)
+		if (hv->v[i].pid == pid)
+			return &hv->v[i];
+	if (!create)
+		return NULL;
+	if (hv->n == hv->cap) {
+		size_t nc = hv->cap ? hv->cap * 2 : 32;
+		struct gs_holder *nv = realloc(hv->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		hv->v = nv;
+		hv->cap = nc;
+	}
+	memset(&hv->v[hv->n], 0, sizeof(hv->v[0]));
+	hv->v[hv->n].pid = pid;
+	return &hv->v[hv->n++];
+}
+
+static int cmp_holder(const void *a, const void *b)
+{
+	pid_t x = ((const struct gs_holder *)a)->pid, y = ((const struct gs_holder *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+static int read_gpus(struct gs_discover *d, struct gs_snapshot *s)
+{
+	unsigned n = 0;
+	int r;
+
+	if (!d->backend)
+		return -ENODEV;
+	r = d->backend->ops->count(d->backend, &n);
+	if (r < 0)
+		return r;
+	if (n > GS_MAX_GPUS)
+		n = GS_MAX_GPUS;
+	s->gpus = calloc(n ? n : 1, sizeof(*s->gpus));
+	if (!s->gpus)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		r = d->backend->ops->info(d->backend, i, &s->gpus[s->n_gpus]);
+		if (r == -EACCES)
+			continue; /* refused by the driver: skip, as nvidia-smi does */
+		if (r < 0)
+			return r;
+		s->n_gpus++;
+	}
+	return 0;
+}
+
+/* Add NVML's process lists: they carry memory and name dead creators. */
+static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, struct holder_vec *hv)
+{
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		struct gs_gpu_proc *procs = NULL;
+		size_t n = 0;
+		int r = d->backend->ops->processes(d->backend, (unsigned)g, &procs, &n);
+
+		if (r == -EOPNOTSUPP)
+			continue;
+		if (r < 0)
+			return r;
+		if (n) {
+			struct gs_nvml_entry *ne = realloc(s->nvml, (s->n_nvml + n) * sizeof(*ne));
+
+			if (!ne) {
+				free(procs);
+				return -ENOMEM;
+			}
+			s->nvml = ne;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct gs_holder *h;
+
+			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
+				.pid = procs[i].pid, .gpu = (unsigned)g,
+				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used,
+			};
+			if (procs[i].pid == d->self)
+				continue;
+			h = holder_get(hv, procs[i].pid, true);
+			if (!h) {
+				free(procs);
+				return -ENOMEM;
+			}
+			h->nvml_listed = true;
+			gs_gpuset_add(&h->gpus, (unsigned)g);
+			if (procs[i].mem_known) {
+				h->mem_known = true;
+				h->mem_used += procs[i].mem_used;
+			}
+		}
+		free(procs);
+	}
+	return 0;
+}
+
+static void classify(struct gs_holder *h)
+{
+	if (h->info_ok && gs_is_protected_name(h->info.st.comm, h->info.name))
+		h->role = GS_ROLE_PROTECTED;
+	else if (h->nvml_listed || h->maps_gpu)
+		h->role = GS_ROLE_COMPUTE;
+	else
+		h->role = GS_ROLE_CLIENT;
+}
+
+int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
+{
+	struct gs_scan_opts so = { .skip_pid = d->self, .read_maps = true };
+	struct gs_scan_result scan = { 0 };
+	struct holder_vec hv = { 0 };
+	int r, gpu_r;
+
+	memset(s, 0, sizeof(*s));
+	if (gethostname(s->host, sizeof(s->host) - 1) < 0)
+		gs_strlcpy(s->host, "localhost", sizeof(s->host));
+	s->gpu_source = d->gpu_source;
+	gs_strlcpy(s->gpu_warning, d->gpu_warning, sizeof(s->gpu_warning));
+	if (d->backend)
+		gs_strlcpy(s->driver_version, d->backend->driver_version, sizeof(s->driver_version));
+	s->as_root = geteuid() == 0;
+
+	gpu_r = read_gpus(d, s);
+	if (gpu_r < 0 && gpu_r != -ENODEV) {
+		r = gpu_r;
+		goto fail;
+	}
+	if (gpu_r == 0) {
+		r = add_nvml_processes(d, s, &hv);
+		if (r < 0)
+			goto fail;
+	}
+
+	r = gs_scan_holders(&d->root, &d->devs, &so, &scan);
+	if (r < 0)
+		goto fail;
+	s->n_scanned = scan.n_scanned;
+	s->n_denied = scan.n_denied;
+
+	/* A CUDA process often has every GPU node open (no CUDA_VISIBLE_DEVICES,
+	 * or NVML initialised): a compute holder holds the GPUs it maps or NVML
+	 * lists it on; a client the GPUs whose nodes it has open. */
+	for (size_t i = 0; i < scan.n_procs; i++) {
+		const struct gs_scan_proc *sp = &scan.procs[i];
+		struct gs_holder *h = holder_get(&hv, sp->pid, true);
+		bool maps = !gs_minorset_empty(&sp->map_gpus);
+
+		if (!h) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		h->n_fds = sp->n_fds;
+		h->maps_denied = sp->maps_denied;
+		h->maps_gpu = maps;
+		for (size_t g = 0; g < s->n_gpus; g++) {
+			const struct gs_minorset *set = maps ? &sp->map_gpus : &sp->fd_gpus;
+
+			if (gs_minorset_has(set, s->gpus[g].minor))
+				gs_gpuset_add(&h->gpus, (unsigned)g);
+		}
+	}
+
+	for (size_t i = 0; i < hv.n; i++) {
+		struct gs_holder *h = &hv.v[i];
+		char dirname[32];
+		int fd;
+
+		snprintf(dirname, sizeof(dirname), "%d", (int)h->pid);
+		fd = openat(d->root.proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			h->alive = true;
+			if (gs_procinfo_read(fd, h->pid, &h->info) == 0)
+				h->info_ok = true;
+			close(fd);
+		}
+		if (h->info_ok && h->info.st.state == 'Z')
+			h->alive = false; /* a zombie holds nothing */
+		classify(h);
+	}
+	if (hv.n)
+		qsort(hv.v, hv.n, sizeof(hv.v[0]), cmp_holder);
+	s->holders = hv.v;
+	s->n_holders = hv.n;
+	gs_scan_result_free(&scan);
+	return gpu_r == -ENODEV ? -ENODEV : 0;
+
+fail:
+	gs_scan_result_free(&scan);
+	free(hv.v);
+	gs_snapshot_free(s);
+	return r;
+}
+
+size_t gs_snapshot_heirs(const struct gs_snapshot *s, const struct gs_holder *dead,
+			 pid_t *ret, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n_holders && n < max; i++) {
+		const struct gs_holder *h = &s->holders[i];
+
+		if (h == dead || !h->alive || h->nvml_listed || !h->maps_gpu)
+			continue;
+		if (gs_gpuset_intersects(&h->gpus, &dead->gpus))
+			ret[n++] = h->pid;
+	}
+	return n;
+}

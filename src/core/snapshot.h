@@ -1,0 +1,130 @@
+/* The "discover" stage: a snapshot of one host's GPUs and of every process
+ * that holds them. GPUs and memory come from a backend (NVML, else the
+ * driver's procfs); holders are the union of NVML's process lists and a scan of
+ * /proc fds and mappings, because each source misses what the other sees
+ * (NVML names dead creators in the fork case; the scan cannot see memory). */
+#ifndef GS_SNAPSHOT_H
+#define GS_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpu/gpu.h"
+#include "proc/devset.h"
+#include "proc/holderscan.h"
+#include "proc/procinfo.h"
+#include "util/root.h"
+
+enum gs_role {
+	GS_ROLE_COMPUTE,   /* maps /dev/nvidia<N>, or is in NVML's process lists */
+	GS_ROLE_CLIENT,    /* fds only, no mappings: monitors, exporters */
+	GS_ROLE_PROTECTED, /* persistenced, DCGM, fabric manager, IMEX, MPS control, X */
+};
+
+/* Set of snapshot GPU indices (not minors). */
+struct gs_gpuset {
+	uint64_t bits[4];
+};
+
+static inline void gs_gpuset_add(struct gs_gpuset *s, unsigned i)
+{
+	if (i < 256)
+		s->bits[i / 64] |= 1ULL << (i % 64);
+}
+static inline bool gs_gpuset_has(const struct gs_gpuset *s, unsigned i)
+{
+	return i < 256 && ((s->bits[i / 64] >> (i % 64)) & 1);
+}
+static inline bool gs_gpuset_intersects(const struct gs_gpuset *a, const struct gs_gpuset *b)
+{
+	return (a->bits[0] & b->bits[0]) | (a->bits[1] & b->bits[1]) |
+	       (a->bits[2] & b->bits[2]) | (a->bits[3] & b->bits[3]);
+}
+static inline bool gs_gpuset_empty(const struct gs_gpuset *s)
+{
+	return !(s->bits[0] | s->bits[1] | s->bits[2] | s->bits[3]);
+}
+
+struct gs_holder {
+	pid_t pid;
+	bool alive;               /* false: NVML lists it but no such process exists */
+	bool info_ok;             /* info below was read */
+	struct gs_procinfo info;
+	struct gs_gpuset gpus;    /* GPUs it holds (compute: mapped or NVML-listed) */
+	bool nvml_listed;
+	bool maps_gpu;            /* maps a /dev/nvidia<N> node: has a context */
+	bool maps_denied;         /* holds NVIDIA fds but its maps were unreadable */
+	unsigned n_fds;           /* NVIDIA fds */
+	bool mem_known;
+	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML */
+	enum gs_role role;
+};
+
+/* One row of NVML's process lists, kept as the driver reported it (per GPU). */
+struct gs_nvml_entry {
+	pid_t pid;
+	unsigned gpu;             /* snapshot GPU index */
+	bool mem_known;
+	uint64_t mem_used;        /* bytes on that GPU */
+};
+
+struct gs_snapshot {
+	char host[256];
+	const char *gpu_source;   /* "nvml", "procfs" or "none" */
+	char gpu_warning[512];    /* why NVML was not used, "" when it was */
+	char driver_version[80];
+	struct gs_gpu *gpus;
+	size_t n_gpus;
+	struct gs_nvml_entry *nvml; /* NVML's lists, GPU by GPU */
+	size_t n_nvml;
+	struct gs_holder *holders; /* sorted by pid */
+	size_t n_holders;
+	size_t n_scanned;         /* processes looked at */
+	size_t n_denied;          /* processes whose fds could not be read */
+	bool as_root;
+};
+
+struct gs_discover_opts {
+	struct gs_root_paths paths;
+	const char *nvml_lib;     /* NULL: libnvidia-ml.so.1 */
+	bool no_nvml;             /* skip NVML entirely (tests, --no-nvml) */
+	unsigned nvml_timeout_ms;
+};
+
+/* Long-lived discovery state: the backend and device identities are loaded
+ * once and reused by every snapshot and by the wait loop's memory polls. */
+struct gs_discover {
+	struct gs_root root;
+	struct gs_devset devs;
+	struct gs_gpu_backend *backend; /* NULL when no GPU information at all */
+	const char *gpu_source;
+	char gpu_warning[512];
+	pid_t self;
+};
+
+int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts);
+void gs_discover_close(struct gs_discover *d);
+
+/* Take a full snapshot. Returns 0; -ENODEV when no GPU information at all
+ * could be read (the snapshot is still filled with what the scan found);
+ * -ETIMEDOUT/-EIO when the driver failed mid-way. */
+int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *ret);
+void gs_snapshot_free(struct gs_snapshot *s);
+
+/* Find a holder by pid (binary search), NULL when absent. */
+const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid);
+
+/* True if name (comm or argv[0] basename) is one of the protected daemons. */
+bool gs_is_protected_name(const char *comm, const char *argv0_name);
+
+const char *gs_role_str(enum gs_role r);
+
+/* For a dead NVML-listed PID (the fork case): the live holders that still map
+ * one of its GPUs without being listed themselves, i.e. the processes that
+ * inherited its fds and keep its memory. Returns how many were written. */
+size_t gs_snapshot_heirs(const struct gs_snapshot *s, const struct gs_holder *dead,
+			 pid_t *ret, size_t max);
+
+#endif

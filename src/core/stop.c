@@ -1,0 +1,302 @@
+#include "core/stop.h"
+#include "proc/pidref.h"
+#include "util/audit.h"
+#include "util/spawn.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *gs_outcome_str(enum gs_outcome o)
+{
+	switch (o) {
+	case GS_OUT_PENDING: return "pending";
+	case GS_OUT_EXITED_TERM: return "exited-after-term";
+	case GS_OUT_KILLED: return "killed";
+	case GS_OUT_STOPPED_WITH_UNIT: return "stopped-with-unit";
+	case GS_OUT_ALREADY_GONE: return "already-gone";
+	case GS_OUT_PID_REUSED: return "pid-reused";
+	case GS_OUT_PERMISSION: return "permission-denied";
+	case GS_OUT_D_STATE: return "d-state";
+	case GS_OUT_SURVIVED: return "survived";
+	case GS_OUT_INTERRUPTED: return "interrupted";
+	}
+	return "unknown";
+}
+
+void gs_stop_result_free(struct gs_stop_result *r)
+{
+	free(r->procs);
+	free(r->units);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool interrupted(const struct gs_stop_opts *o)
+{
+	return o->interrupted && *o->interrupted;
+}
+
+static uint64_t since_ms(const struct gs_stop_result *r)
+{
+	return (gs_now_ns() - r->started_ns) / 1000000ULL;
+}
+
+/* Does a process with this pid exist now (whatever its identity)? */
+static bool pid_exists(int proc_fd, pid_t pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	return faccessat(proc_fd, path, F_OK, 0) == 0;
+}
+
+static void read_wchan(int proc_fd, pid_t pid, char *buf, size_t len, char *ret_state)
+{
+	struct gs_pidstat st;
+	char path[32], *txt = NULL;
+
+	buf[0] = '\0';
+	*ret_state = '?';
+	if (gs_pidstat_read(proc_fd, pid, &st) == 0)
+		*ret_state = st.state;
+	snprintf(path, sizeof(path), "%d/wchan", (int)pid);
+	if (gs_read_file_at(proc_fd, path, 256, &txt, NULL) == 0) {
+		gs_strlcpy(buf, gs_strstrip(txt), len);
+		free(txt);
+	}
+}
+
+static void send_signal(struct gs_pidref *ref, int proc_fd, struct gs_proc_result *pr, uint64_t start,
+			int sig, unsigned flag)
+{
+	int r = gs_pidref_kill(ref, proc_fd, sig);
+
+	gs_audit_signal(pr->pid, start, pr->comm, sig, r);
+	if (r == 0)
+		pr->sent |= flag;
+	else if (r == -EPERM || r == -EACCES)
+		pr->outcome = GS_OUT_PERMISSION;
+}
+
+/* Wait until every pending ref has exited or timeout_ms passed. Marks
+ * exited ones with `outcome`. Returns when all are done, on timeout, or on
+ * interruption. */
+static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bool *active, size_t n,
+		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o)
+{
+	uint64_t deadline = gs_now_ms() + timeout_ms;
+	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+
+	if (!pfd || !idx) {
+		free(pfd);
+		free(idx);
+		return;
+	}
+	for (;;) {
+		size_t m = 0;
+		uint64_t now;
+		bool fallback = false;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!active[i] || r->procs[i].outcome != GS_OUT_PENDING)
+				continue;
+			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
+				r->procs[i].outcome = outcome;
+				r->procs[i].exited_ms = since_ms(r);
+				continue;
+			}
+			if (refs[i].pidfd < 0)
+				fallback = true;
+			pfd[m].fd = refs[i].pidfd;
+			pfd[m].events = POLLIN;
+			idx[m++] = i;
+		}
+		now = gs_now_ms();
+		if (m == 0 || now >= deadline || interrupted(o))
+			break;
+		{
+			uint64_t left = deadline - now;
+			/* Without pidfds nothing wakes us: re-check every 10 ms. */
+			int t = fallback ? 10 : (int)(left > 1000 ? 1000 : left);
+
+			(void)poll(pfd, m, t);
+		}
+	}
+	free(pfd);
+	free(idx);
+}
+
+static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const char **argv, size_t max)
+{
+	size_t n = 0;
+
+	if (u->container[0]) {
+		if (have_pct) {
+			argv[n++] = "pct";
+			argv[n++] = "exec";
+			argv[n++] = u->container;
+			argv[n++] = "--";
+		} else {
+			argv[n++] = "lxc-attach";
+			argv[n++] = "-n";
+			argv[n++] = u->container;
+			argv[n++] = "--";
+		}
+	}
+	argv[n++] = "systemctl";
+	argv[n++] = "stop";
+	/* Unit names come from cgroup paths; "--" keeps one that starts with
+	 * '-' from being read as an option. */
+	argv[n++] = "--";
+	argv[n++] = u->unit;
+	argv[n] = NULL;
+	(void)max;
+}
+
+static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, struct gs_unit_result *ur)
+{
+	const char *argv[12];
+	struct gs_run_result rr;
+	size_t off = 0;
+	uint64_t t0 = gs_now_ms();
+	int r;
+
+	build_unit_argv(u, o->have_pct, argv, GS_ARRAY_SIZE(argv));
+	for (size_t i = 0; argv[i] && off < sizeof(ur->command) - 2; i++)
+		off += (size_t)snprintf(ur->command + off, sizeof(ur->command) - off, "%s%s", i ? " " : "", argv[i]);
+	r = gs_spawn_run((char *const *)argv, o->unit_timeout_ms, 4096, &rr);
+	ur->took_ms = gs_now_ms() - t0;
+	if (r < 0) {
+		ur->exit_code = -1;
+		snprintf(ur->error, sizeof(ur->error), "cannot run %s: %s", argv[0], strerror(-r));
+		gs_audit_unit(u->unit, u->container, -1);
+		return;
+	}
+	ur->exit_code = rr.timed_out ? -1 : rr.exit_code;
+	ur->timed_out = rr.timed_out;
+	if (rr.timed_out)
+		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms",
+			 (unsigned long long)o->unit_timeout_ms);
+	else if (rr.exit_code != 0 && rr.err) {
+		char *nl = strchr(rr.err, '\n');
+
+		if (nl)
+			*nl = '\0';
+		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
+	}
+	gs_audit_unit(u->unit, u->container, ur->exit_code);
+	gs_run_result_free(&rr);
+}
+
+int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *r)
+{
+	struct gs_pidref *refs;
+	bool *active;
+	size_t n = p->n_targets;
+
+	memset(r, 0, sizeof(*r));
+	r->started_ns = gs_now_ns();
+	r->procs = calloc(n ? n : 1, sizeof(*r->procs));
+	r->units = calloc(p->n_units ? p->n_units : 1, sizeof(*r->units));
+	refs = calloc(n ? n : 1, sizeof(*refs));
+	active = calloc(n ? n : 1, sizeof(*active));
+	if (!r->procs || !r->units || !refs || !active) {
+		free(refs);
+		free(active);
+		gs_stop_result_free(r);
+		return -ENOMEM;
+	}
+	r->n_procs = n;
+	r->n_units = p->n_units;
+
+	/* Pin every target's identity first: a pidfd opened while the start
+	 * time recorded at discovery still matched. From here on a recycled PID
+	 * cannot be hit. */
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_target *t = &p->targets[i];
+		struct gs_proc_result *pr = &r->procs[i];
+		int e;
+
+		refs[i].pidfd = -1;
+		pr->pid = t->pid;
+		gs_strlcpy(pr->comm, t->comm, sizeof(pr->comm));
+		e = gs_pidref_open(&refs[i], proc_fd, t->pid, t->starttime);
+		if (e == -ESRCH)
+			pr->outcome = pid_exists(proc_fd, t->pid) ? GS_OUT_PID_REUSED : GS_OUT_ALREADY_GONE;
+		else if (e == -EPERM || e == -EACCES)
+			pr->outcome = GS_OUT_PERMISSION;
+		else if (e < 0)
+			pr->outcome = GS_OUT_ALREADY_GONE;
+		else
+			active[i] = true;
+	}
+
+	/* Units first: a kill from outside would trigger Restart=. */
+	for (size_t u = 0; u < p->n_units && !interrupted(o); u++) {
+		bool any = false;
+
+		for (size_t i = 0; i < n; i++)
+			any |= active[i] && p->targets[i].unit == (int)u;
+		if (!any)
+			continue;
+		stop_unit(&p->units[u], o, &r->units[u]);
+		for (size_t i = 0; i < n; i++)
+			if (active[i] && p->targets[i].unit == (int)u && gs_pidref_exited(&refs[i], proc_fd) == 1) {
+				r->procs[i].outcome = GS_OUT_STOPPED_WITH_UNIT;
+				r->procs[i].exited_ms = since_ms(r);
+			}
+	}
+
+	/* The ladder, for everything still running (unit leftovers included:
+	 * KillMode=process leaves children in the cgroup). */
+	for (size_t i = 0; i < n && !interrupted(o); i++) {
+		struct gs_proc_result *pr = &r->procs[i];
+
+		if (!active[i] || pr->outcome != GS_OUT_PENDING)
+			continue;
+		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
+		if (pr->outcome == GS_OUT_PENDING)
+			/* A stopped process keeps SIGTERM pending until continued. */
+			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGCONT, GS_SENT_CONT);
+	}
+	if (!interrupted(o))
+		wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o);
+
+	for (size_t i = 0; i < n && !interrupted(o); i++) {
+		struct gs_proc_result *pr = &r->procs[i];
+
+		if (!active[i] || pr->outcome != GS_OUT_PENDING)
+			continue;
+		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGKILL, GS_SENT_KILL);
+	}
+	if (!interrupted(o))
+		wait_refs(refs, r, active, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o);
+
+	for (size_t i = 0; i < n; i++) {
+		struct gs_proc_result *pr = &r->procs[i];
+		char state;
+
+		if (active[i] && pr->outcome == GS_OUT_PENDING) {
+			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
+				pr->outcome = pr->sent & GS_SENT_KILL ? GS_OUT_KILLED
+					      : pr->sent & GS_SENT_TERM ? GS_OUT_EXITED_TERM
+					      : GS_OUT_STOPPED_WITH_UNIT;
+				pr->exited_ms = since_ms(r);
+			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {
+				pr->outcome = GS_OUT_INTERRUPTED;
+			} else {
+				read_wchan(proc_fd, pr->pid, pr->wchan, sizeof(pr->wchan), &state);
+				pr->outcome = state == 'D' ? GS_OUT_D_STATE : GS_OUT_SURVIVED;
+			}
+		}
+		gs_pidref_close(&refs[i]);
+	}
+	r->interrupted = interrupted(o);
+	free(refs);
+	free(active);
+	return 0;
+}

@@ -1,0 +1,75 @@
+/* The "stop" stage: units first (through systemd, inside containers through
+ * pct or lxc-attach), then the signal ladder on every remaining target:
+ * SIGTERM and SIGCONT, wait on the pidfds up to the grace period, SIGKILL,
+ * wait again. Each signal goes through a pidfd opened while the recorded
+ * start time still matched. A D-state process is reported, never waited on
+ * forever; Ctrl-C stops the escalation. */
+#ifndef GS_STOP_H
+#define GS_STOP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/plan.h"
+
+enum gs_outcome {
+	GS_OUT_PENDING,
+	GS_OUT_EXITED_TERM,      /* exited after SIGTERM */
+	GS_OUT_KILLED,           /* exited after SIGKILL */
+	GS_OUT_STOPPED_WITH_UNIT,/* exited while its unit was stopped */
+	GS_OUT_ALREADY_GONE,     /* exited before any signal */
+	GS_OUT_PID_REUSED,       /* the PID now belongs to another process: not signalled */
+	GS_OUT_PERMISSION,       /* could not be signalled: permission */
+	GS_OUT_D_STATE,          /* still alive after SIGKILL, uninterruptible sleep */
+	GS_OUT_SURVIVED,         /* still alive after SIGKILL */
+	GS_OUT_INTERRUPTED,      /* not escalated: gpuslate was interrupted */
+};
+
+enum {
+	GS_SENT_TERM = 1 << 0,
+	GS_SENT_CONT = 1 << 1,
+	GS_SENT_KILL = 1 << 2,
+};
+
+struct gs_proc_result {
+	pid_t pid;
+	char comm[64];
+	unsigned sent;           /* GS_SENT_* */
+	enum gs_outcome outcome;
+	char wchan[64];          /* for D state */
+	uint64_t exited_ms;      /* since the stop stage began, when it exited */
+};
+
+struct gs_unit_result {
+	char command[768];       /* the argv, for the report */
+	int exit_code;           /* -1: could not run or timed out */
+	bool timed_out;
+	char error[256];         /* first line of its stderr, or why it could not run */
+	uint64_t took_ms;
+};
+
+struct gs_stop_opts {
+	uint64_t grace_ms;       /* SIGTERM -> SIGKILL */
+	uint64_t kill_wait_ms;   /* after SIGKILL (default 5000) */
+	uint64_t unit_timeout_ms;/* systemctl stop deadline */
+	volatile sig_atomic_t *interrupted;
+	bool have_pct;           /* pct exists (else lxc-attach for CT units) */
+};
+
+struct gs_stop_result {
+	struct gs_proc_result *procs; /* one per plan target, same order */
+	size_t n_procs;
+	struct gs_unit_result *units; /* one per plan unit */
+	size_t n_units;
+	bool interrupted;
+	uint64_t started_ns;
+};
+
+int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *ret);
+void gs_stop_result_free(struct gs_stop_result *r);
+
+const char *gs_outcome_str(enum gs_outcome o);
+
+#endif

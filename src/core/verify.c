@@ -1,0 +1,241 @@
+#include "core/verify.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+void gs_verify_result_free(struct gs_verify_result *r)
+{
+	free(r->gpus);
+	free(r->respawns);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool interrupted(const struct gs_verify_opts *o)
+{
+	return o->interrupted && *o->interrupted;
+}
+
+/* Was this process part of the original snapshot (same pid and start time)? */
+static bool was_known(const struct gs_snapshot *before, const struct gs_holder *h)
+{
+	const struct gs_holder *b = gs_snapshot_find(before, h->pid);
+
+	return b && b->info_ok && h->info_ok && b->info.st.starttime == h->info.st.starttime;
+}
+
+static void describe_respawn(const struct gs_verify_opts *o, const struct gs_holder *h, struct gs_respawn *rs)
+{
+	const struct gs_plan *op = o->old_plan;
+	const struct gs_snapshot *b = o->before;
+	const struct gs_owner *ow = &h->info.owner;
+
+	rs->pid = h->pid;
+	gs_strlcpy(rs->comm, h->info.st.comm, sizeof(rs->comm));
+	/* Same unit as something we stopped or signalled: its manager restarted it. */
+	for (size_t i = 0; op && i < op->n_targets; i++) {
+		const struct gs_target *t = &op->targets[i];
+		const struct gs_holder *oh = t->holder >= 0 ? &b->holders[t->holder] : NULL;
+
+		if (oh && oh->info_ok && ow->kind != GS_OWNER_NONE && ow->kind != GS_OWNER_SESSION &&
+		    oh->info.owner.kind == ow->kind && !strcmp(oh->info.owner.name, ow->name) &&
+		    !strcmp(oh->info.owner.unit, ow->unit)) {
+			snprintf(rs->by, sizeof(rs->by), "%s %.150s%s%.150s", gs_owner_kind_str(ow->kind), ow->name,
+				 ow->unit[0] ? ": " : "", ow->unit);
+			return;
+		}
+		if (oh && oh->info_ok && oh->info.st.ppid == h->info.st.ppid && h->info.st.ppid > 1) {
+			const struct gs_holder *parent = gs_snapshot_find(b, h->info.st.ppid);
+
+			snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid,
+				 parent && parent->info_ok ? parent->info.st.comm : "?");
+			return;
+		}
+	}
+	if (h->info.st.ppid > 1)
+		snprintf(rs->by, sizeof(rs->by), "parent %d", (int)h->info.st.ppid);
+	else
+		snprintf(rs->by, sizeof(rs->by), "a new process");
+}
+
+/* Re-discover and re-plan with the same selection: whatever the selection
+ * would still target is what keeps the GPUs from being clean. */
+static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r,
+		  bool *ret_old_left, bool *ret_new)
+{
+	struct gs_snapshot s;
+	struct gs_ptable pt = { 0 };
+	struct gs_plan np;
+	char err[256];
+	int rc;
+
+	*ret_old_left = false;
+	*ret_new = false;
+	rc = gs_discover_snapshot(d, &s);
+	if (rc < 0 && rc != -ENODEV)
+		return rc;
+	rc = gs_ptable_load(d->root.proc_fd, &pt);
+	if (rc < 0) {
+		gs_snapshot_free(&s);
+		return rc;
+	}
+	rc = gs_plan_build(&s, &pt, o->sel, d->self, &np, err, sizeof(err));
+	if (rc < 0) {
+		gs_ptable_free(&pt);
+		gs_snapshot_free(&s);
+		return rc;
+	}
+	for (size_t g = 0; g < r->n_gpus; g++)
+		r->gpus[g].n_held_by = 0;
+	free(r->respawns);
+	r->respawns = NULL;
+	r->n_respawns = 0;
+	for (size_t i = 0; i < np.n_targets; i++) {
+		const struct gs_target *t = &np.targets[i];
+		const struct gs_holder *h = t->holder >= 0 ? &s.holders[t->holder] : NULL;
+
+		if (!h || !h->alive)
+			continue;
+		for (size_t g = 0; g < r->n_gpus; g++) {
+			struct gs_gpu_verdict *v = &r->gpus[g];
+
+			if (gs_gpuset_has(&h->gpus, v->gpu) && v->n_held_by < GS_ARRAY_SIZE(v->held_by))
+				v->held_by[v->n_held_by++] = h->pid;
+		}
+		if (was_known(o->before, h)) {
+			*ret_old_left = true;
+		} else if (h->info_ok) {
+			struct gs_respawn *nr = realloc(r->respawns, (r->n_respawns + 1) * sizeof(*nr));
+
+			*ret_new = true;
+			if (nr) {
+				r->respawns = nr;
+				memset(&nr[r->n_respawns], 0, sizeof(*nr));
+				describe_respawn(o, h, &nr[r->n_respawns]);
+				r->n_respawns++;
+			}
+		}
+	}
+	gs_plan_free(&np);
+	gs_ptable_free(&pt);
+	gs_snapshot_free(&s);
+	return 0;
+}
+
+static int poll_memory(struct gs_discover *d, const struct gs_plan *p, struct gs_verify_result *r, uint64_t t0_ns)
+{
+	for (size_t g = 0; g < r->n_gpus; g++) {
+		struct gs_gpu_verdict *v = &r->gpus[g];
+		struct gs_gpu_mem m;
+		int rc;
+
+		if (!v->mem_known)
+			continue;
+		rc = d->backend->ops->memory(d->backend, v->gpu, &m);
+		if (rc < 0)
+			return rc;
+		v->after = m.used;
+		if (m.used <= p->baseline[v->gpu]) {
+			if (!v->released) {
+				v->released = true;
+				v->released_ms = (gs_now_ns() - t0_ns) / 1000000ULL;
+			}
+		} else {
+			v->released = false;
+		}
+	}
+	return 0;
+}
+
+int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
+{
+	const struct gs_plan *p = o->old_plan;
+	const struct gs_snapshot *b = o->before;
+	uint64_t start = gs_now_ms(), deadline = start + o->timeout_ms;
+	uint64_t poll_ms = o->poll_ms ? o->poll_ms : 5, rescan_ms = o->rescan_ms ? o->rescan_ms : 200;
+	uint64_t next_rescan = 0, next_progress = start + 200;
+	bool old_left = true, new_holders = false, all_released;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->gpus = calloc(b->n_gpus ? b->n_gpus : 1, sizeof(*r->gpus));
+	if (!r->gpus)
+		return -ENOMEM;
+	for (size_t g = 0; g < b->n_gpus; g++) {
+		struct gs_gpu_verdict *v;
+
+		if (!gs_gpuset_has(&p->gpus, (unsigned)g))
+			continue;
+		v = &r->gpus[r->n_gpus++];
+		v->gpu = (unsigned)g;
+		v->mem_known = b->gpus[g].mem_known && d->backend && d->backend->ops->memory;
+		v->before = v->after = b->gpus[g].mem_used;
+		v->baseline = p->baseline[g];
+		if (!v->mem_known)
+			r->memory_unverified = true;
+	}
+
+	for (;;) {
+		uint64_t now = gs_now_ms();
+
+		rc = poll_memory(d, p, r, o->t0_ns);
+		if (rc < 0) {
+			r->driver_failed = true;
+			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",
+				 rc == -ETIMEDOUT ? "the driver did not answer in time" : strerror(-rc));
+			break;
+		}
+		all_released = true;
+		for (size_t g = 0; g < r->n_gpus; g++)
+			all_released &= !r->gpus[g].mem_known || r->gpus[g].released;
+
+		/* Holders are re-scanned on a slower beat, and always before a
+		 * verdict: memory at the baseline is not enough if a holder the
+		 * selection targets is still there (it may not have allocated yet). */
+		if (now >= next_rescan || all_released || now >= deadline) {
+			rc = rescan(d, o, r, &old_left, &new_holders);
+			if (rc < 0) {
+				r->driver_failed = true;
+				snprintf(r->driver_error, sizeof(r->driver_error), "re-scanning holders failed: %s",
+					 rc == -ETIMEDOUT ? "the driver did not answer in time" : strerror(-rc));
+				break;
+			}
+			next_rescan = now + rescan_ms;
+			if (all_released && !old_left && !new_holders) {
+				r->clean = true;
+				break;
+			}
+			/* Everything we stopped is gone but something new holds the
+			 * GPU: a respawn. Waiting longer would only hide it. */
+			if (!old_left && new_holders && !o->keep_waiting_on_respawn)
+				break;
+		}
+		if (now >= deadline) {
+			r->timed_out = true;
+			break;
+		}
+		if (interrupted(o)) {
+			r->interrupted = true;
+			break;
+		}
+		if (o->progress && now >= next_progress) {
+			o->progress(o->progress_ud, r->gpus, r->n_gpus, now - start);
+			next_progress = now + 200;
+		}
+		/* The poll interval is the condition check's beat, not a guess at
+		 * how long teardown takes. */
+		(void)poll(NULL, 0, (int)poll_ms);
+	}
+	for (size_t g = 0; g < r->n_gpus; g++) {
+		struct gs_gpu_verdict *v = &r->gpus[g];
+
+		v->clean = (!v->mem_known || v->after <= v->baseline) && v->n_held_by == 0;
+		v->unattributed = v->mem_known && v->after > v->baseline && v->n_held_by == 0;
+		if (!v->clean)
+			r->clean = false;
+	}
+	r->waited_ms = gs_now_ms() - start;
+	return 0;
+}

@@ -1,0 +1,67 @@
+/* The "wait" and "verify" stages: poll GPU memory every few milliseconds
+ * until each selected GPU is back at its baseline and no process the
+ * selection targets holds it, with a deadline. Re-scans holders periodically
+ * to catch respawns and leftovers. Never sleeps a fixed time. */
+#ifndef GS_VERIFY_H
+#define GS_VERIFY_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/plan.h"
+#include "core/snapshot.h"
+
+struct gs_gpu_verdict {
+	unsigned gpu;            /* snapshot index */
+	bool clean;
+	bool mem_known;
+	uint64_t before, after, baseline; /* bytes */
+	bool released;           /* memory reached the baseline */
+	uint64_t released_ms;    /* since t0, when it did */
+	pid_t held_by[16];       /* processes the selection targets that still hold it */
+	size_t n_held_by;
+	bool unattributed;       /* memory above baseline with no holder to blame */
+};
+
+struct gs_respawn {
+	pid_t pid;
+	char comm[64];
+	char by[320];            /* "unit ollama.service", "parent 1234 (supervisor)" */
+};
+
+struct gs_verify_opts {
+	uint64_t timeout_ms;
+	uint64_t poll_ms;        /* memory poll interval (default 5) */
+	uint64_t rescan_ms;      /* holder re-scan interval (default 200) */
+	uint64_t t0_ns;          /* when stopping began (release times count from here) */
+	volatile sig_atomic_t *interrupted;
+	bool keep_waiting_on_respawn; /* `wait`: new holders may still go away */
+	const struct gs_selection *sel;
+	/* Called about every 200 ms while waiting (progress display). */
+	void (*progress)(void *ud, const struct gs_gpu_verdict *v, size_t n, uint64_t elapsed_ms);
+	void *progress_ud;
+	/* Old targets, to tell a respawn from a leftover, and what was stopped. */
+	const struct gs_plan *old_plan;
+	const struct gs_snapshot *before;
+};
+
+struct gs_verify_result {
+	struct gs_gpu_verdict *gpus;
+	size_t n_gpus;
+	struct gs_respawn *respawns;
+	size_t n_respawns;
+	bool clean;
+	bool timed_out;
+	bool interrupted;
+	bool driver_failed;
+	char driver_error[256];
+	bool memory_unverified;  /* no memory figures (no NVML): holders only */
+	uint64_t waited_ms;
+};
+
+int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *ret);
+void gs_verify_result_free(struct gs_verify_result *r);
+
+#endif

@@ -1,0 +1,431 @@
+#include "out/reclaim_out.h"
+#include "out/status_out.h"
+#include "util/util.h"
+
+#include <signal.h>
+#include <string.h>
+
+static void gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t g = 0; g < s->n_gpus && off + 8 < len; g++)
+		if (gs_gpuset_has(set, (unsigned)g))
+			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "", s->gpus[g].index);
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+static void action_text(const struct gs_plan *p, const struct gs_target *t, char *buf, size_t len)
+{
+	switch (t->action) {
+	case GS_ACT_STOP_UNIT:
+		if (p->units[t->unit].container[0])
+			snprintf(buf, len, "stop unit %.200s in CT %.60s", p->units[t->unit].unit, p->units[t->unit].container);
+		else
+			snprintf(buf, len, "stop unit %s", p->units[t->unit].unit);
+		break;
+	case GS_ACT_SIGNAL_GROUP:
+		snprintf(buf, len, "signal process group %d", (int)t->pid);
+		break;
+	case GS_ACT_SIGNAL:
+		if (t->why == GS_WHY_DESCENDANT)
+			snprintf(buf, len, "signal process (descendant of %d)", (int)t->why_pid);
+		else if (t->why == GS_WHY_GROUP_MEMBER)
+			snprintf(buf, len, "signal process (group of %d)", (int)t->why_pid);
+		else
+			snprintf(buf, len, "signal process");
+		break;
+	}
+}
+
+static void mib(char *buf, size_t len, bool known, uint64_t bytes)
+{
+	if (known)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes / GS_MIB));
+	else
+		snprintf(buf, len, "-");
+}
+
+void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p)
+{
+	char gl[64];
+
+	gpus_of(s, &p->gpus, gl, sizeof(gl));
+	fprintf(f, "Host %s, GPUs %s\n", s->host, gl);
+	if (!p->n_targets) {
+		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
+	} else {
+		fprintf(f, "Will stop:\n");
+		fprintf(f, "  %8s  %-10s %-20s %-6s %10s  %-26s %s\n", "PID", "USER", "COMMAND", "GPUS", "GPU-MEM", "OWNER", "ACTION");
+		for (size_t i = 0; i < p->n_targets; i++) {
+			const struct gs_target *t = &p->targets[i];
+			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-";
+
+			if (h) {
+				gpus_of(s, &h->gpus, tg, sizeof(tg));
+				mib(m, sizeof(m), h->mem_known, h->mem_used);
+				if (h->info_ok)
+					gs_owner_format(&h->info.owner, owner, sizeof(owner));
+			}
+			action_text(p, t, act, sizeof(act));
+			fprintf(f, "  %8d  %-10.10s %-20.20s %-6s %10s  %-26.26s %s\n", (int)t->pid,
+				h && h->info_ok ? h->info.user : "-",
+				h && h->info_ok && h->info.cmdline[0] ? h->info.cmdline : t->comm, tg, m, owner, act);
+		}
+	}
+	if (p->n_left) {
+		fprintf(f, "Left alone:\n");
+		for (size_t i = 0; i < p->n_left; i++) {
+			const struct gs_leftalone *l = &p->left[i];
+			const struct gs_holder *h = &s->holders[l->holder];
+			char tg[64], m[32], extra[200] = "";
+
+			gpus_of(s, &h->gpus, tg, sizeof(tg));
+			mib(m, sizeof(m), h->mem_known, h->mem_used);
+			if (l->why == GS_LEAVE_DEAD) {
+				pid_t heirs[8];
+				size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
+				size_t off = 0;
+
+				for (size_t k = 0; k < n && off + 16 < sizeof(extra); k++)
+					off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%s%d",
+								k ? "," : "; its memory is held by ", (int)heirs[k]);
+			}
+			fprintf(f, "  %8d  %-10.10s %-20.20s %-6s %10s  %s%s\n", (int)l->pid,
+				h->info_ok ? h->info.user : "-", h->info_ok ? h->info.name : "(gone)", tg, m,
+				gs_leave_str(l->why), extra);
+		}
+	}
+}
+
+static const char *signals_text(unsigned sent, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", sent & GS_SENT_TERM ? "TERM" : "", sent & GS_SENT_CONT ? "+CONT" : "",
+		 sent & GS_SENT_KILL ? (sent & GS_SENT_TERM ? ",KILL" : "KILL") : "", sent ? "" : "none");
+	return buf;
+}
+
+void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
+{
+	const struct gs_verify_result *v = r->verify;
+	size_t off = 0;
+
+	if (r->message && *r->message) {
+		snprintf(buf, len, "gpuslate: %s", r->message);
+		return;
+	}
+	if (!v) {
+		snprintf(buf, len, "gpuslate: %s", r->verdict);
+		return;
+	}
+	if (v->clean) {
+		snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
+		return;
+	}
+	off = (size_t)snprintf(buf, len, "gpuslate: not clean:");
+	for (size_t g = 0; g < v->n_gpus && off + 64 < len; g++) {
+		const struct gs_gpu_verdict *gv = &v->gpus[g];
+		const struct gs_gpu *gp = &r->before->gpus[gv->gpu];
+
+		if (gv->clean)
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, " GPU %u", gp->index);
+		if (gv->mem_known)
+			off += (size_t)snprintf(buf + off, len - off, " %llu MiB used",
+						(unsigned long long)(gv->after / GS_MIB));
+		for (size_t k = 0; k < gv->n_held_by && off + 32 < len; k++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%d", k ? "," : " held by ", (int)gv->held_by[k]);
+		if (gv->unattributed && off + 40 < len)
+			off += (size_t)snprintf(buf + off, len - off, " by no visible process");
+		off += (size_t)snprintf(buf + off, len - off, ";");
+	}
+	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s;", (int)v->respawns[i].pid,
+					v->respawns[i].by);
+	if (off && buf[off - 1] == ';')
+		buf[off - 1] = '\0';
+}
+
+void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
+{
+	const struct gs_snapshot *s = r->before;
+	const struct gs_plan *p = r->plan;
+	char line[1024];
+
+	if (r->stop) {
+		const struct gs_stop_result *st = r->stop;
+
+		if (st->n_units || st->n_procs)
+			fprintf(f, "\nStopped:\n");
+		for (size_t u = 0; u < st->n_units; u++) {
+			const struct gs_unit_result *ur = &st->units[u];
+
+			if (!ur->command[0])
+				continue;
+			if (ur->exit_code == 0)
+				fprintf(f, "  unit %s: %s: done in %.2f s\n", p->units[u].unit, ur->command, ur->took_ms / 1000.0);
+			else
+				fprintf(f, "  unit %s: %s: failed (%s%s%d)%s%s\n", p->units[u].unit, ur->command,
+					ur->timed_out ? "timed out" : "exit ", ur->timed_out ? "" : "",
+					ur->timed_out ? 0 : ur->exit_code, ur->error[0] ? ": " : "", ur->error);
+		}
+		for (size_t i = 0; i < st->n_procs; i++) {
+			const struct gs_proc_result *pr = &st->procs[i];
+			char sig[32];
+
+			fprintf(f, "  %8d  %-16.16s signals %-14s %s", (int)pr->pid, pr->comm,
+				signals_text(pr->sent, sig, sizeof(sig)), gs_outcome_str(pr->outcome));
+			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
+			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)
+				fprintf(f, " after %.2f s", pr->exited_ms / 1000.0);
+			if (pr->outcome == GS_OUT_D_STATE)
+				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
+					pr->wchan[0] ? pr->wchan : "?");
+			fputc('\n', f);
+		}
+	}
+	if (r->verify) {
+		const struct gs_verify_result *v = r->verify;
+
+		fprintf(f, "\n%-4s %-22s %12s %12s %12s  %s\n", "GPU", "NAME", "BEFORE", "AFTER", "BASELINE", "RESULT");
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu_verdict *gv = &v->gpus[g];
+			const struct gs_gpu *gp = &s->gpus[gv->gpu];
+			char b[32], a[32], bl[32];
+
+			mib(b, sizeof(b), gv->mem_known, gv->before);
+			mib(a, sizeof(a), gv->mem_known, gv->after);
+			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
+			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, gp->name, b, a, bl);
+			if (gv->clean && gv->mem_known && gv->before > gv->baseline)
+				fprintf(f, "clean, released in %.2f s\n", gv->released_ms / 1000.0);
+			else if (gv->clean)
+				fprintf(f, "clean\n");
+			else {
+				fprintf(f, "NOT CLEAN");
+				for (size_t k = 0; k < gv->n_held_by; k++) {
+					const struct gs_holder *h = gs_snapshot_find(s, gv->held_by[k]);
+
+					fprintf(f, "%s%d%s%s%s", k ? ", " : ": held by ", (int)gv->held_by[k],
+						h && h->info_ok ? " (" : "", h && h->info_ok ? h->info.st.comm : "",
+						h && h->info_ok ? ")" : "");
+				}
+				if (gv->unattributed)
+					fprintf(f, ": memory above the baseline, no visible holder");
+				fputc('\n', f);
+			}
+		}
+		for (size_t i = 0; i < v->n_respawns; i++)
+			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, v->respawns[i].comm,
+				v->respawns[i].by);
+		if (v->memory_unverified)
+			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
+		if (v->driver_failed)
+			fprintf(f, "driver failure: %s\n", v->driver_error);
+		if (v->timed_out)
+			fprintf(f, "gave up waiting after %.1f s\n", v->waited_ms / 1000.0);
+		if (v->interrupted || (r->stop && r->stop->interrupted))
+			fprintf(f, "interrupted: stopped escalating\n");
+	}
+	gs_reclaim_summary(r, line, sizeof(line));
+	fprintf(f, "\nVerdict: %s (%.2f s)\n", r->verdict, r->elapsed_ms / 1000.0);
+	if (strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+		fprintf(f, "%s\n", line);
+}
+
+static json_t *json_gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set)
+{
+	json_t *a = json_array();
+
+	for (size_t g = 0; g < s->n_gpus; g++)
+		if (gs_gpuset_has(set, (unsigned)g))
+			json_array_append_new(a, json_integer(s->gpus[g].index));
+	return a;
+}
+
+static json_t *json_mib(bool known, uint64_t bytes)
+{
+	return known ? json_integer((json_int_t)(bytes / GS_MIB)) : json_null();
+}
+
+json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
+{
+	const struct gs_snapshot *s = r->before;
+	const struct gs_plan *p = r->plan;
+	json_t *j = json_object(), *plan = json_object(), *targets = json_array(), *left = json_array();
+	json_t *units = json_array();
+	char summary[1024];
+
+	json_object_set_new(j, "schema_version", json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, "tool", json_string("gpuslate"));
+	json_object_set_new(j, "version", json_string(GS_VERSION));
+	json_object_set_new(j, "command", json_string(r->command));
+	json_object_set_new(j, "host", json_string(s->host));
+	json_object_set_new(j, "verdict", json_string(r->verdict));
+	json_object_set_new(j, "exit_status", json_integer(r->exit_status));
+	json_object_set_new(j, "dry_run", json_boolean(r->dry_run));
+	gs_reclaim_summary(r, summary, sizeof(summary));
+	json_object_set_new(j, "summary", json_string(summary));
+	json_object_set_new(j, "reason", json_string(r->reason && *r->reason ? r->reason : summary));
+	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
+	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+
+	if (p) {
+		for (size_t i = 0; i < p->n_targets; i++) {
+			const struct gs_target *t = &p->targets[i];
+			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+			json_t *o = json_object();
+
+			json_object_set_new(o, "pid", json_integer(t->pid));
+			json_object_set_new(o, "comm", json_string(t->comm));
+			json_object_set_new(o, "user", h && h->info_ok ? json_string(h->info.user) : json_null());
+			json_object_set_new(o, "gpus", h ? json_gpus_of(s, &h->gpus) : json_array());
+			json_object_set_new(o, "memory_mib", h ? json_mib(h->mem_known, h->mem_used) : json_null());
+			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
+			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
+			json_object_set_new(o, "unit", t->unit >= 0 ? json_string(p->units[t->unit].unit) : json_null());
+			json_object_set_new(o, "container", t->unit >= 0 && p->units[t->unit].container[0]
+							     ? json_string(p->units[t->unit].container) : json_null());
+			json_object_set_new(o, "why", json_string(gs_why_str(t->why)));
+			if (t->why != GS_WHY_HOLDER)
+				json_object_set_new(o, "why_pid", json_integer(t->why_pid));
+			json_array_append_new(targets, o);
+		}
+		for (size_t i = 0; i < p->n_left; i++) {
+			const struct gs_leftalone *l = &p->left[i];
+			const struct gs_holder *h = &s->holders[l->holder];
+			json_t *o = json_object();
+
+			json_object_set_new(o, "pid", json_integer(l->pid));
+			json_object_set_new(o, "comm", h->info_ok ? json_string(h->info.st.comm) : json_null());
+			json_object_set_new(o, "role", json_string(gs_role_str(h->role)));
+			json_object_set_new(o, "gpus", json_gpus_of(s, &h->gpus));
+			json_object_set_new(o, "memory_mib", json_mib(h->mem_known, h->mem_used));
+			json_object_set_new(o, "reason", json_string(gs_leave_str(l->why)));
+			json_array_append_new(left, o);
+		}
+		json_object_set_new(plan, "gpus", json_gpus_of(s, &p->gpus));
+		json_object_set_new(plan, "targets", targets);
+		json_object_set_new(plan, "left_alone", left);
+		json_object_set_new(j, "plan", plan);
+	} else {
+		json_decref(plan);
+		json_decref(targets);
+		json_decref(left);
+		json_object_set_new(j, "plan", json_null());
+	}
+
+	if (r->stop) {
+		json_t *procs = json_array();
+
+		for (size_t u = 0; u < r->stop->n_units; u++) {
+			const struct gs_unit_result *ur = &r->stop->units[u];
+			json_t *o = json_object();
+
+			json_object_set_new(o, "unit", json_string(p->units[u].unit));
+			json_object_set_new(o, "container", p->units[u].container[0] ? json_string(p->units[u].container) : json_null());
+			json_object_set_new(o, "command", ur->command[0] ? json_string(ur->command) : json_null());
+			json_object_set_new(o, "exit_status", ur->command[0] ? json_integer(ur->exit_code) : json_null());
+			json_object_set_new(o, "timed_out", json_boolean(ur->timed_out));
+			json_object_set_new(o, "error", ur->error[0] ? json_string(ur->error) : json_null());
+			json_object_set_new(o, "seconds", json_real(ur->took_ms / 1000.0));
+			json_array_append_new(units, o);
+		}
+		for (size_t i = 0; i < r->stop->n_procs; i++) {
+			const struct gs_proc_result *pr = &r->stop->procs[i];
+			json_t *o = json_object(), *sigs = json_array();
+
+			if (pr->sent & GS_SENT_TERM)
+				json_array_append_new(sigs, json_string("SIGTERM"));
+			if (pr->sent & GS_SENT_CONT)
+				json_array_append_new(sigs, json_string("SIGCONT"));
+			if (pr->sent & GS_SENT_KILL)
+				json_array_append_new(sigs, json_string("SIGKILL"));
+			json_object_set_new(o, "pid", json_integer(pr->pid));
+			json_object_set_new(o, "comm", json_string(pr->comm));
+			json_object_set_new(o, "action", json_string(gs_action_str(p->targets[i].action)));
+			json_object_set_new(o, "signals", sigs);
+			json_object_set_new(o, "outcome", json_string(gs_outcome_str(pr->outcome)));
+			json_object_set_new(o, "exited_after_s", pr->exited_ms || pr->outcome == GS_OUT_EXITED_TERM ||
+								   pr->outcome == GS_OUT_KILLED
+							 ? json_real(pr->exited_ms / 1000.0) : json_null());
+			json_object_set_new(o, "wchan", pr->wchan[0] ? json_string(pr->wchan) : json_null());
+			json_array_append_new(procs, o);
+		}
+		json_object_set_new(j, "units", units);
+		json_object_set_new(j, "processes", procs);
+		json_object_set_new(j, "interrupted", json_boolean(r->stop->interrupted ||
+								   (r->verify && r->verify->interrupted)));
+	} else {
+		json_decref(units);
+		json_object_set_new(j, "units", json_array());
+		json_object_set_new(j, "processes", json_array());
+		json_object_set_new(j, "interrupted", json_boolean(r->verify && r->verify->interrupted));
+	}
+
+	{
+		json_t *gpus = json_array(), *resp = json_array();
+
+		if (r->verify) {
+			const struct gs_verify_result *v = r->verify;
+
+			for (size_t g = 0; g < v->n_gpus; g++) {
+				const struct gs_gpu_verdict *gv = &v->gpus[g];
+				const struct gs_gpu *gp = &s->gpus[gv->gpu];
+				json_t *o = json_object(), *held = json_array();
+
+				for (size_t k = 0; k < gv->n_held_by; k++)
+					json_array_append_new(held, json_integer(gv->held_by[k]));
+				json_object_set_new(o, "index", json_integer(gp->index));
+				json_object_set_new(o, "uuid", json_string(gp->uuid));
+				json_object_set_new(o, "name", json_string(gp->name));
+				json_object_set_new(o, "clean", json_boolean(gv->clean));
+				json_object_set_new(o, "memory_before_mib", json_mib(gv->mem_known, gv->before));
+				json_object_set_new(o, "memory_after_mib", json_mib(gv->mem_known, gv->after));
+				json_object_set_new(o, "baseline_mib", json_mib(gv->mem_known, gv->baseline));
+				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
+				json_object_set_new(o, "released_after_s", gv->released && gv->before > gv->baseline
+										 ? json_real(gv->released_ms / 1000.0) : json_null());
+				json_object_set_new(o, "held_by", held);
+				json_object_set_new(o, "unattributed", json_boolean(gv->unattributed));
+				json_array_append_new(gpus, o);
+			}
+			for (size_t i = 0; i < v->n_respawns; i++) {
+				json_t *o = json_object();
+
+				json_object_set_new(o, "pid", json_integer(v->respawns[i].pid));
+				json_object_set_new(o, "comm", json_string(v->respawns[i].comm));
+				json_object_set_new(o, "by", json_string(v->respawns[i].by));
+				json_array_append_new(resp, o);
+			}
+			json_object_set_new(j, "timed_out", json_boolean(v->timed_out));
+			json_object_set_new(j, "memory_verified", json_boolean(!v->memory_unverified));
+			json_object_set_new(j, "driver_error", v->driver_failed ? json_string(v->driver_error) : json_null());
+			json_object_set_new(j, "waited_s", json_real(v->waited_ms / 1000.0));
+		} else if (p) {
+			for (size_t g = 0; g < s->n_gpus; g++) {
+				const struct gs_gpu *gp = &s->gpus[g];
+				json_t *o;
+
+				if (!gs_gpuset_has(&p->gpus, (unsigned)g))
+					continue;
+				o = json_object();
+				json_object_set_new(o, "index", json_integer(gp->index));
+				json_object_set_new(o, "uuid", json_string(gp->uuid));
+				json_object_set_new(o, "name", json_string(gp->name));
+				json_object_set_new(o, "clean", json_null());
+				json_object_set_new(o, "memory_before_mib", json_mib(gp->mem_known, gp->mem_used));
+				json_object_set_new(o, "memory_after_mib", json_null());
+				json_object_set_new(o, "baseline_mib", json_mib(gp->mem_known, p->baseline[g]));
+				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
+				json_array_append_new(gpus, o);
+			}
+		}
+		json_object_set_new(j, "gpus", gpus);
+		json_object_set_new(j, "respawns", resp);
+	}
+	return j;
+}

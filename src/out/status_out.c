@@ -1,0 +1,570 @@
+#include "out/status_out.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <string.h>
+
+bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all)
+{
+	if (sel_all)
+		return true;
+	return gs_gpuset_intersects(&h->gpus, sel);
+}
+
+void gs_owner_format(const struct gs_owner *o, char *buf, size_t len)
+{
+	switch (o->kind) {
+	case GS_OWNER_NONE:
+		snprintf(buf, len, "-");
+		break;
+	case GS_OWNER_LXC:
+	case GS_OWNER_NSPAWN:
+		if (o->unit[0])
+			snprintf(buf, len, "%s %s: %s", gs_owner_kind_str(o->kind), o->name, o->unit);
+		else
+			snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), o->name);
+		break;
+	case GS_OWNER_DOCKER:
+	case GS_OWNER_PODMAN:
+		/* Full ids are in the JSON; 12 characters are what docker ps shows. */
+		snprintf(buf, len, "%s %.12s", gs_owner_kind_str(o->kind), o->name);
+		break;
+	case GS_OWNER_SLURM:
+		snprintf(buf, len, "slurm job %s", o->name);
+		break;
+	case GS_OWNER_KUBERNETES:
+		snprintf(buf, len, "pod %s", o->name);
+		break;
+	default:
+		snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), o->name);
+		break;
+	}
+}
+
+static json_t *json_mib(bool known, uint64_t bytes)
+{
+	return known ? json_integer((json_int_t)(bytes / GS_MIB)) : json_null();
+}
+
+json_t *gs_json_owner(const struct gs_owner *o)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "kind", json_string(gs_owner_kind_str(o->kind)));
+	json_object_set_new(j, "name", o->kind == GS_OWNER_NONE ? json_null() : json_string(o->name));
+	json_object_set_new(j, "unit", o->unit[0] ? json_string(o->unit) : json_null());
+	json_object_set_new(j, "cgroup", o->cgroup[0] ? json_string(o->cgroup) : json_null());
+	return j;
+}
+
+static size_t gpu_holder_count(const struct gs_snapshot *s, size_t g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n_holders; i++)
+		if (gs_gpuset_has(&s->holders[i].gpus, (unsigned)g))
+			n++;
+	return n;
+}
+
+json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "index", json_integer(g->index));
+	json_object_set_new(j, "minor", json_integer(g->minor));
+	json_object_set_new(j, "uuid", g->uuid[0] ? json_string(g->uuid) : json_null());
+	json_object_set_new(j, "name", json_string(g->name));
+	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? json_string(g->pci_bus_id) : json_null());
+	json_object_set_new(j, "memory_used_mib", json_mib(g->mem_known, g->mem_used));
+	json_object_set_new(j, "memory_reserved_mib", json_mib(g->mem_known && g->mem_v2, g->mem_reserved));
+	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
+	json_object_set_new(j, "holders", json_integer((json_int_t)gpu_holder_count(s, (size_t)(g - s->gpus))));
+	return j;
+}
+
+json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
+{
+	json_t *j = json_object(), *gpus = json_array();
+	const struct gs_procinfo *in = &h->info;
+
+	for (size_t g = 0; g < s->n_gpus; g++)
+		if (gs_gpuset_has(&h->gpus, (unsigned)g))
+			json_array_append_new(gpus, json_integer(s->gpus[g].index));
+	json_object_set_new(j, "pid", json_integer(h->pid));
+	json_object_set_new(j, "alive", json_boolean(h->alive));
+	json_object_set_new(j, "comm", h->info_ok ? json_string(in->st.comm) : json_null());
+	json_object_set_new(j, "name", h->info_ok ? json_string(in->name) : json_null());
+	json_object_set_new(j, "cmdline", h->info_ok ? json_string(in->cmdline) : json_null());
+	json_object_set_new(j, "user", h->info_ok ? json_string(in->user) : json_null());
+	json_object_set_new(j, "uid", h->info_ok ? json_integer(in->status.uid) : json_null());
+	json_object_set_new(j, "state", h->info_ok ? json_sprintf("%c", in->st.state) : json_null());
+	json_object_set_new(j, "ppid", h->info_ok ? json_integer(in->st.ppid) : json_null());
+	json_object_set_new(j, "pgid", h->info_ok ? json_integer(in->st.pgrp) : json_null());
+	json_object_set_new(j, "start_time", h->info_ok ? json_integer((json_int_t)in->st.starttime) : json_null());
+	json_object_set_new(j, "nspid", h->info_ok && in->status.has_nspid && in->status.nspid != h->pid
+				? json_integer(in->status.nspid) : json_null());
+	json_object_set_new(j, "gpus", gpus);
+	json_object_set_new(j, "memory_mib", json_mib(h->mem_known, h->mem_used));
+	json_object_set_new(j, "role", json_string(gs_role_str(h->role)));
+	json_object_set_new(j, "nvml_listed", json_boolean(h->nvml_listed));
+	json_object_set_new(j, "maps_gpu", json_boolean(h->maps_gpu));
+	json_object_set_new(j, "nvidia_fds", json_integer(h->n_fds));
+	json_object_set_new(j, "owner", h->info_ok ? gs_json_owner(&in->owner) : json_null());
+	if (!h->alive && h->nvml_listed) {
+		pid_t heirs[64];
+		size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(a, json_integer(heirs[i]));
+		json_object_set_new(j, "held_by", a);
+	}
+	return j;
+}
+
+json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+{
+	json_t *j = json_object(), *gpus = json_array(), *procs = json_array(), *warn = json_array();
+	json_t *vis = json_object();
+
+	json_object_set_new(j, "schema_version", json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, "tool", json_string("gpuslate"));
+	json_object_set_new(j, "version", json_string(GS_VERSION));
+	json_object_set_new(j, "command", json_string("status"));
+	json_object_set_new(j, "host", json_string(s->host));
+	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	json_object_set_new(j, "driver_version", s->driver_version[0] ? json_string(s->driver_version) : json_null());
+	for (size_t g = 0; g < s->n_gpus; g++)
+		if (sel_all || gs_gpuset_has(sel, (unsigned)g))
+			json_array_append_new(gpus, gs_json_gpu(&s->gpus[g], s));
+	for (size_t i = 0; i < s->n_holders; i++)
+		if (gs_holder_in_selection(&s->holders[i], sel, sel_all))
+			json_array_append_new(procs, gs_json_process(&s->holders[i], s));
+	if (s->gpu_warning[0])
+		json_array_append_new(warn, json_string(s->gpu_warning));
+	json_object_set_new(j, "warnings", warn);
+	json_object_set_new(j, "gpus", gpus);
+	json_object_set_new(j, "processes", procs);
+	json_object_set_new(vis, "as_root", json_boolean(s->as_root));
+	json_object_set_new(vis, "processes_scanned", json_integer((json_int_t)s->n_scanned));
+	json_object_set_new(vis, "processes_denied", json_integer((json_int_t)s->n_denied));
+	json_object_set_new(j, "visibility", vis);
+	return j;
+}
+
+static void fmt_mib(char *buf, size_t len, bool known, uint64_t bytes)
+{
+	if (known)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes / GS_MIB));
+	else
+		snprintf(buf, len, "-");
+}
+
+static void gpus_list(const struct gs_holder *h, const struct gs_snapshot *s, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t g = 0; g < s->n_gpus && off + 8 < len; g++)
+		if (gs_gpuset_has(&h->gpus, (unsigned)g))
+			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "", s->gpus[g].index);
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+{
+	size_t shown = 0;
+
+	fprintf(f, "%-4s %-22s %-40s %10s %10s %11s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL", "HOLDERS");
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		const struct gs_gpu *gp = &s->gpus[g];
+		char used[32], res[32], tot[32];
+
+		if (!sel_all && !gs_gpuset_has(sel, (unsigned)g))
+			continue;
+		fmt_mib(used, sizeof(used), gp->mem_known, gp->mem_used);
+		fmt_mib(res, sizeof(res), gp->mem_known && gp->mem_v2, gp->mem_reserved);
+		fmt_mib(tot, sizeof(tot), gp->mem_known, gp->mem_total);
+		fprintf(f, "%-4u %-22.22s %-40.40s %10s %10s %11s %7zu\n", gp->index, gp->name,
+			gp->uuid[0] ? gp->uuid : "-", used, res, tot, gpu_holder_count(s, g));
+	}
+	if (s->n_gpus == 0)
+		fprintf(f, "(no GPUs found)\n");
+
+	fprintf(f, "\n%8s  %-10s %-24s %-6s %10s  %-9s  %s\n", "PID", "USER", "COMMAND", "GPUS", "GPU-MEM", "ROLE", "OWNER");
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+		char gl[64], mem[32], owner[320], cmd[64], pidtxt[32];
+
+		if (!gs_holder_in_selection(h, sel, sel_all))
+			continue;
+		shown++;
+		gpus_list(h, s, gl, sizeof(gl));
+		fmt_mib(mem, sizeof(mem), h->mem_known, h->mem_used);
+		if (h->info_ok && h->info.status.has_nspid && h->info.status.nspid != h->pid)
+			snprintf(pidtxt, sizeof(pidtxt), "%d(%d)", (int)h->pid, (int)h->info.status.nspid);
+		else
+			snprintf(pidtxt, sizeof(pidtxt), "%d", (int)h->pid);
+		if (!h->alive) {
+			pid_t heirs[16];
+			size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
+			size_t off = (size_t)snprintf(owner, sizeof(owner), "no such process (listed by NVML)");
+
+			for (size_t k = 0; k < n && off + 16 < sizeof(owner); k++)
+				off += (size_t)snprintf(owner + off, sizeof(owner) - off, "%s%d",
+							k ? "," : "; memory held by ", (int)heirs[k]);
+			fprintf(f, "%8s  %-10s %-24s %-6s %10s  %-9s  %s\n", pidtxt, "-", "(gone)", gl, mem,
+				gs_role_str(h->role), owner);
+			continue;
+		}
+		if (h->info_ok) {
+			gs_owner_format(&h->info.owner, owner, sizeof(owner));
+			snprintf(cmd, sizeof(cmd), "%.24s", h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm);
+		} else {
+			snprintf(owner, sizeof(owner), "?");
+			snprintf(cmd, sizeof(cmd), "?");
+		}
+		fprintf(f, "%8s  %-10.10s %-24.24s %-6s %10s  %-9s  %s\n", pidtxt,
+			h->info_ok ? h->info.user : "?", cmd, gl, mem, gs_role_str(h->role), owner);
+	}
+	if (!shown)
+		fprintf(f, "%8s  (no processes hold the selected GPUs)\n", "");
+}
+
+void gs_csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+{
+	fprintf(f, "gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders\n");
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		const struct gs_gpu *gp = &s->gpus[g];
+
+		if (!sel_all && !gs_gpuset_has(sel, (unsigned)g))
+			continue;
+		fprintf(f, "%u,", gp->index);
+		gs_csv_field(f, gp->uuid);
+		fputc(',', f);
+		gs_csv_field(f, gp->name);
+		if (gp->mem_known)
+			fprintf(f, ",%llu,%s%llu,%llu", (unsigned long long)(gp->mem_used / GS_MIB),
+				"", (unsigned long long)(gp->mem_v2 ? gp->mem_reserved / GS_MIB : 0),
+				(unsigned long long)(gp->mem_total / GS_MIB));
+		else
+			fprintf(f, ",,,");
+		fprintf(f, ",%zu\n", gpu_holder_count(s, g));
+	}
+	fprintf(f, "\npid,alive,user,comm,gpus,memory_mib,role,owner_kind,owner_name,owner_unit\n");
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+		char gl[64];
+
+		if (!gs_holder_in_selection(h, sel, sel_all))
+			continue;
+		gpus_list(h, s, gl, sizeof(gl));
+		if (!strcmp(gl, "-"))
+			gl[0] = '\0';
+		fprintf(f, "%d,%s,", (int)h->pid, h->alive ? "true" : "false");
+		gs_csv_field(f, h->info_ok ? h->info.user : "");
+		fputc(',', f);
+		gs_csv_field(f, h->info_ok ? h->info.st.comm : "");
+		fputc(',', f);
+		gs_csv_field(f, gl);
+		if (h->mem_known)
+			fprintf(f, ",%llu", (unsigned long long)(h->mem_used / GS_MIB));
+		else
+			fputc(',', f);
+		fprintf(f, ",%s,%s,", gs_role_str(h->role),
+			h->info_ok ? gs_owner_kind_str(h->info.owner.kind) : "");
+		gs_csv_field(f, h->info_ok && h->info.owner.kind != GS_OWNER_NONE ? h->info.owner.name : "");
+		fputc(',', f);
+		gs_csv_field(f, h->info_ok ? h->info.owner.unit : "");
+		fputc('\n', f);
+	}
+}
+
+/* ---- nvidia-smi compatibility ---- */
+
+struct smi_format {
+	bool header, units;
+};
+
+static int parse_smi_format(const char *format, struct smi_format *fmt, char *err, size_t errlen)
+{
+	char buf[128], *save = NULL, *tok;
+	bool csv = false;
+
+	fmt->header = true;
+	fmt->units = true;
+	if (!format || strlen(format) >= sizeof(buf)) {
+		snprintf(err, errlen, "--format is required with --query-gpu (e.g. --format=csv,noheader)");
+		return -EINVAL;
+	}
+	gs_strlcpy(buf, format, sizeof(buf));
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		gs_strstrip(tok);
+		if (!strcmp(tok, "csv"))
+			csv = true;
+		else if (!strcmp(tok, "noheader"))
+			fmt->header = false;
+		else if (!strcmp(tok, "nounits"))
+			fmt->units = false;
+		else {
+			snprintf(err, errlen, "\"%s\" is not a valid format option", tok);
+			return -EINVAL;
+		}
+	}
+	if (!csv) {
+		snprintf(err, errlen, "only csv output is supported by --format ('%s')", format);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+enum smi_field {
+	F_INDEX, F_UUID, F_NAME, F_BUS, F_DRIVER, F_COUNT, F_MINOR,
+	F_MEM_TOTAL, F_MEM_RESERVED, F_MEM_USED, F_MEM_FREE,
+	F_PID, F_PROCESS_NAME, F_GPU_NAME, F_GPU_UUID, F_GPU_BUS, F_USED_MEMORY,
+};
+
+struct smi_field_def {
+	const char *names[3];
+	enum smi_field f;
+	const char *header;
+	bool mib;
+	bool gpu; /* valid in --query-gpu; else in --query-compute-apps */
+};
+
+static const struct smi_field_def smi_fields[] = {
+	{ { "index" }, F_INDEX, "index", false, true },
+	{ { "uuid", "gpu_uuid" }, F_UUID, "uuid", false, true },
+	{ { "name", "gpu_name" }, F_NAME, "name", false, true },
+	{ { "pci.bus_id", "gpu_bus_id" }, F_BUS, "pci.bus_id", false, true },
+	{ { "driver_version" }, F_DRIVER, "driver_version", false, true },
+	{ { "count" }, F_COUNT, "count", false, true },
+	{ { "memory.total" }, F_MEM_TOTAL, "memory.total", true, true },
+	{ { "memory.reserved" }, F_MEM_RESERVED, "memory.reserved", true, true },
+	{ { "memory.used" }, F_MEM_USED, "memory.used", true, true },
+	{ { "memory.free" }, F_MEM_FREE, "memory.free", true, true },
+	{ { "pid" }, F_PID, "pid", false, false },
+	{ { "process_name", "name" }, F_PROCESS_NAME, "process_name", false, false },
+	{ { "gpu_name" }, F_GPU_NAME, "gpu_name", false, false },
+	{ { "gpu_uuid" }, F_GPU_UUID, "gpu_uuid", false, false },
+	{ { "gpu_bus_id" }, F_GPU_BUS, "gpu_bus_id", false, false },
+	{ { "used_memory", "used_gpu_memory" }, F_USED_MEMORY, "used_gpu_memory", true, false },
+};
+
+static int parse_smi_fields(const char *fields, bool gpu, const struct smi_field_def **out, size_t max,
+			    size_t *ret_n, char *err, size_t errlen)
+{
+	char buf[1024], *save = NULL, *tok;
+	size_t n = 0;
+
+	if (!fields || !*fields || strlen(fields) >= sizeof(buf)) {
+		snprintf(err, errlen, "no fields to query");
+		return -EINVAL;
+	}
+	gs_strlcpy(buf, fields, sizeof(buf));
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const struct smi_field_def *def = NULL;
+
+		gs_strstrip(tok);
+		for (size_t i = 0; i < GS_ARRAY_SIZE(smi_fields) && !def; i++) {
+			if (smi_fields[i].gpu != gpu)
+				continue;
+			for (size_t k = 0; k < 3 && smi_fields[i].names[k]; k++)
+				if (!strcmp(tok, smi_fields[i].names[k]))
+					def = &smi_fields[i];
+		}
+		if (!def) {
+			/* nvidia-smi's own wording, so scripts see the familiar error. */
+			snprintf(err, errlen, "Field \"%s\" is not a valid field to query.", tok);
+			return -EINVAL;
+		}
+		if (n == max) {
+			snprintf(err, errlen, "too many fields to query");
+			return -EINVAL;
+		}
+		out[n++] = def;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n, const struct smi_format *fmt)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s%s", i ? ", " : "", defs[i]->header, defs[i]->mib && fmt->units ? " [MiB]" : "");
+	fputc('\n', f);
+}
+
+static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format *fmt)
+{
+	if (!known)
+		fputs("[N/A]", f);
+	else
+		fprintf(f, "%llu%s", (unsigned long long)(bytes / GS_MIB), fmt->units ? " MiB" : "");
+}
+
+int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
+			   const char *fields, const char *format, char *err, size_t errlen)
+{
+	const struct smi_field_def *defs[64];
+	struct smi_format fmt;
+	size_t n;
+	int r;
+
+	r = parse_smi_format(format, &fmt, err, errlen);
+	if (r < 0)
+		return r;
+	r = parse_smi_fields(fields, true, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
+	if (r < 0)
+		return r;
+	if (fmt.header)
+		smi_header(f, defs, n, &fmt);
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		const struct gs_gpu *gp = &s->gpus[g];
+
+		if (!gs_gpuset_has(sel, (unsigned)g))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				fputs(", ", f);
+			switch (defs[i]->f) {
+			case F_INDEX: fprintf(f, "%u", gp->index); break;
+			case F_UUID: fputs(gp->uuid[0] ? gp->uuid : "[N/A]", f); break;
+			case F_NAME: fputs(gp->name, f); break;
+			case F_BUS: fputs(gp->pci_bus_id[0] ? gp->pci_bus_id : "[N/A]", f); break;
+			case F_DRIVER: fputs(s->driver_version[0] ? s->driver_version : "[N/A]", f); break;
+			case F_COUNT: fprintf(f, "%zu", s->n_gpus); break;
+			case F_MINOR: fprintf(f, "%u", gp->minor); break;
+			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
+			case F_MEM_RESERVED: smi_mib(f, gp->mem_known && gp->mem_v2, gp->mem_reserved, &fmt); break;
+			case F_MEM_USED: smi_mib(f, gp->mem_known, gp->mem_used, &fmt); break;
+			case F_MEM_FREE:
+				smi_mib(f, gp->mem_known, gp->mem_total - gp->mem_used - gp->mem_reserved, &fmt);
+				break;
+			default: break;
+			}
+		}
+		fputc('\n', f);
+	}
+	return 0;
+}
+
+int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
+			    const char *fields, const char *format, char *err, size_t errlen)
+{
+	const struct smi_field_def *defs[64];
+	struct smi_format fmt;
+	size_t n;
+	int r;
+
+	r = parse_smi_format(format, &fmt, err, errlen);
+	if (r < 0)
+		return r;
+	r = parse_smi_fields(fields, false, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
+	if (r < 0)
+		return r;
+	if (fmt.header)
+		smi_header(f, defs, n, &fmt);
+	/* nvidia-smi lists what the driver lists: NVML's rows, GPU by GPU,
+	 * dead PIDs included. */
+	for (size_t k = 0; k < s->n_nvml; k++) {
+		const struct gs_nvml_entry *e = &s->nvml[k];
+		const struct gs_gpu *gp = &s->gpus[e->gpu];
+		const struct gs_holder *h = gs_snapshot_find(s, e->pid);
+		bool info = h && h->info_ok && h->alive;
+
+		if (!gs_gpuset_has(sel, e->gpu))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				fputs(", ", f);
+			switch (defs[i]->f) {
+			case F_PID: fprintf(f, "%d", (int)e->pid); break;
+			case F_PROCESS_NAME:
+				fputs(info ? (h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm) : "[Not Found]", f);
+				break;
+			case F_GPU_NAME: fputs(gp->name, f); break;
+			case F_GPU_UUID: fputs(gp->uuid, f); break;
+			case F_GPU_BUS: fputs(gp->pci_bus_id, f); break;
+			case F_USED_MEMORY: smi_mib(f, e->mem_known, e->mem_used, &fmt); break;
+			default: break;
+			}
+		}
+		fputc('\n', f);
+	}
+	return 0;
+}
+
+/* Label values in the Prometheus text format escape \, " and newlines. */
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		fputc(*s, f);
+	}
+}
+
+void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel)
+{
+	static const enum gs_role roles[] = { GS_ROLE_COMPUTE, GS_ROLE_CLIENT, GS_ROLE_PROTECTED };
+
+	fputs("# HELP gpuslate_gpu_memory_used_bytes GPU memory allocated (NVML v2 used, without the driver's reservation).\n"
+	      "# TYPE gpuslate_gpu_memory_used_bytes gauge\n", f);
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		if (!gs_gpuset_has(sel, (unsigned)g) || !s->gpus[g].mem_known)
+			continue;
+		fprintf(f, "gpuslate_gpu_memory_used_bytes{gpu=\"%u\",uuid=\"", s->gpus[g].index);
+		prom_label(f, s->gpus[g].uuid);
+		fprintf(f, "\"} %llu\n", (unsigned long long)s->gpus[g].mem_used);
+	}
+	fputs("# HELP gpuslate_gpu_memory_total_bytes GPU memory in total.\n"
+	      "# TYPE gpuslate_gpu_memory_total_bytes gauge\n", f);
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		if (!gs_gpuset_has(sel, (unsigned)g) || !s->gpus[g].mem_known)
+			continue;
+		fprintf(f, "gpuslate_gpu_memory_total_bytes{gpu=\"%u\",uuid=\"", s->gpus[g].index);
+		prom_label(f, s->gpus[g].uuid);
+		fprintf(f, "\"} %llu\n", (unsigned long long)s->gpus[g].mem_total);
+	}
+	fputs("# HELP gpuslate_gpu_holders Processes holding the GPU, by role.\n"
+	      "# TYPE gpuslate_gpu_holders gauge\n", f);
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		if (!gs_gpuset_has(sel, (unsigned)g))
+			continue;
+		for (size_t r = 0; r < GS_ARRAY_SIZE(roles); r++) {
+			size_t n = 0;
+
+			for (size_t i = 0; i < s->n_holders; i++)
+				if (s->holders[i].role == roles[r] && gs_gpuset_has(&s->holders[i].gpus, (unsigned)g))
+					n++;
+			fprintf(f, "gpuslate_gpu_holders{gpu=\"%u\",uuid=\"", s->gpus[g].index);
+			prom_label(f, s->gpus[g].uuid);
+			fprintf(f, "\",role=\"%s\"} %zu\n", gs_role_str(roles[r]), n);
+		}
+	}
+	fputs("# HELP gpuslate_processes_denied Processes whose file descriptors could not be read.\n"
+	      "# TYPE gpuslate_processes_denied gauge\n", f);
+	fprintf(f, "gpuslate_processes_denied %zu\n", s->n_denied);
+}

@@ -1,0 +1,324 @@
+#include "proc/devset.h"
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+/* Driver minors (open-gpu-kernel-modules nv-chardev-numbers.h). */
+#define NV_MAJOR_DEFAULT 195u
+#define NV_MINOR_GPU_MAX 247u
+#define NV_MINOR_MODESET 254u
+#define NV_MINOR_CTL 255u
+/* Linux char majors are 12 bits: anything larger is a corrupt line. */
+#define GS_MAJOR_MAX 4095u
+
+/* Parse "<major> <name>" of one /proc/devices line; the line is modified. */
+static int parse_devices_line(char *line, unsigned *ret_major, const char **ret_name)
+{
+	char *p = gs_strstrip(line), *name;
+	uint32_t major;
+
+	name = strchr(p, ' ');
+	if (!name)
+		return -EINVAL;
+	*name++ = '\0';
+	while (*name == ' ')
+		name++;
+	if (gs_parse_u32(p, &major) < 0 || major == 0 || major > GS_MAJOR_MAX || !*name)
+		return -EINVAL;
+	*ret_major = major;
+	*ret_name = name;
+	return 0;
+}
+
+int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
+{
+	/* The file starts with the character section; a block section that
+	 * follows can reuse numbers, so it must not be read as char majors. */
+	bool in_char = true;
+	const char *p;
+
+	if (!text || !ds)
+		return -EINVAL;
+	ds->nvidia_major = NV_MAJOR_DEFAULT;
+	ds->uvm_major = 0;
+	ds->caps_major = 0;
+	for (p = text; *p;) {
+		const char *start = p, *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[256];
+		const char *name;
+		unsigned major;
+
+		p = nl ? nl + 1 : p + len;
+		if (len >= sizeof(line))
+			continue; /* no valid line is this long */
+		memcpy(line, start, len);
+		line[len] = '\0';
+		if (gs_startswith(line, "Character devices:")) {
+			in_char = true;
+			continue;
+		}
+		if (gs_startswith(line, "Block devices:")) {
+			in_char = false;
+			continue;
+		}
+		if (!in_char || parse_devices_line(line, &major, &name) < 0)
+			continue;
+		/* Exact names: nvidia-caps-imex-channels, nvidia-nvswitch and
+		 * nvidia-nvlink are other drivers' nodes, not ours. */
+		if (strcmp(name, "nvidia-frontend") == 0 || strcmp(name, "nvidia") == 0)
+			ds->nvidia_major = major;
+		else if (strcmp(name, "nvidia-uvm") == 0)
+			ds->uvm_major = major;
+		else if (strcmp(name, "nvidia-caps") == 0)
+			ds->caps_major = major;
+	}
+	return 0;
+}
+
+/* Kind of a char device by its rdev alone; GS_NODE_NONE if not ours. */
+static enum gs_node_kind classify_rdev(const struct gs_devset *ds, dev_t rdev, unsigned *ret_minor)
+{
+	unsigned maj = major(rdev), min = minor(rdev);
+
+	if (maj == ds->nvidia_major) {
+		if (min <= NV_MINOR_GPU_MAX) {
+			*ret_minor = min;
+			return GS_NODE_GPU;
+		}
+		if (min == NV_MINOR_MODESET)
+			return GS_NODE_MODESET;
+		if (min == NV_MINOR_CTL)
+			return GS_NODE_CTL;
+		return GS_NODE_NONE; /* 248..253: unused by the driver */
+	}
+	if (ds->uvm_major && maj == ds->uvm_major)
+		return GS_NODE_UVM;
+	if (ds->caps_major && maj == ds->caps_major)
+		return GS_NODE_CAPS;
+	return GS_NODE_NONE;
+}
+
+static const struct gs_node_id *find_id(const struct gs_devset *ds, dev_t dev, ino_t ino)
+{
+	/* Linear: a host has a few dozen nodes at most, and the caller filters
+	 * most fds out by this one comparison loop anyway. */
+	for (size_t i = 0; i < ds->n_ids; i++)
+		if (ds->ids[i].ino == ino && ds->ids[i].dev == dev)
+			return &ds->ids[i];
+	return NULL;
+}
+
+int gs_devset_add(struct gs_devset *ds, dev_t dev, ino_t ino, enum gs_node_kind kind, unsigned minor)
+{
+	struct gs_node_id *id;
+
+	if (kind == GS_NODE_NONE)
+		return -EINVAL;
+	if (find_id(ds, dev, ino))
+		return 0; /* first identity wins: hard links of one node are one node */
+	if (ds->n_ids == ds->cap_ids) {
+		size_t ncap = ds->cap_ids ? ds->cap_ids * 2 : 16;
+		struct gs_node_id *n = realloc(ds->ids, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		ds->ids = n;
+		ds->cap_ids = ncap;
+	}
+	id = &ds->ids[ds->n_ids++];
+	id->dev = dev;
+	id->ino = ino;
+	id->kind = kind;
+	id->minor = kind == GS_NODE_GPU ? minor : 0;
+	return 0;
+}
+
+enum gs_node_kind gs_devset_classify_ino(const struct gs_devset *ds, dev_t dev, ino_t ino, unsigned *ret_minor)
+{
+	const struct gs_node_id *id = find_id(ds, dev, ino);
+	unsigned dummy;
+
+	if (!ret_minor)
+		ret_minor = &dummy;
+	if (!id)
+		return GS_NODE_NONE;
+	*ret_minor = id->minor;
+	return id->kind;
+}
+
+enum gs_node_kind gs_devset_classify_stat(const struct gs_devset *ds, const struct stat *st, unsigned *ret_minor)
+{
+	unsigned dummy;
+
+	if (!ret_minor)
+		ret_minor = &dummy;
+	if (S_ISCHR(st->st_mode)) {
+		enum gs_node_kind k = classify_rdev(ds, st->st_rdev, ret_minor);
+
+		if (k != GS_NODE_NONE)
+			return k;
+	}
+	/* Plain-file fake nodes, and char nodes recorded by identity. */
+	return gs_devset_classify_ino(ds, st->st_dev, st->st_ino, ret_minor);
+}
+
+/* Kind of a dev-root entry by its name: only used for nodes that are not
+ * char devices with an NVIDIA major (the fake nodes of tests). */
+static enum gs_node_kind kind_by_name(const char *name, unsigned *ret_minor)
+{
+	uint32_t n;
+
+	if (strcmp(name, "nvidiactl") == 0)
+		return GS_NODE_CTL;
+	if (strcmp(name, "nvidia-modeset") == 0)
+		return GS_NODE_MODESET;
+	if (strcmp(name, "nvidia-uvm") == 0 || strcmp(name, "nvidia-uvm-tools") == 0)
+		return GS_NODE_UVM;
+	if (gs_startswith(name, "nvidia") && gs_parse_u32(name + 6, &n) == 0 && n <= NV_MINOR_GPU_MAX) {
+		/* "nvidia007" is not a node name udev or nvidia-modprobe makes. */
+		if (name[6] == '0' && name[7] != '\0')
+			return GS_NODE_NONE;
+		*ret_minor = n;
+		return GS_NODE_GPU;
+	}
+	return GS_NODE_NONE;
+}
+
+/* Record one node. by_name is the kind its name implies (GS_NODE_CAPS for
+ * the caps directory). Missing nodes are normal. */
+static int load_node(struct gs_devset *ds, int dirfd, const char *name, enum gs_node_kind by_name, unsigned name_minor)
+{
+	struct stat st;
+	enum gs_node_kind k;
+	unsigned minor = name_minor;
+
+	if (fstatat(dirfd, name, &st, 0) < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
+	if (S_ISCHR(st.st_mode)) {
+		/* A real node: its rdev is the truth, whatever its name says. */
+		k = classify_rdev(ds, st.st_rdev, &minor);
+		if (k == GS_NODE_NONE) {
+			/* uvm/caps majors are dynamic: without /proc/devices we
+			 * cannot check them, so trust the name only then. A node
+			 * with the NVIDIA major and a non-driver minor, or a
+			 * known major mismatch, is not recorded. */
+			bool unknown_major = (by_name == GS_NODE_UVM && !ds->uvm_major) ||
+					     (by_name == GS_NODE_CAPS && !ds->caps_major);
+			if (!unknown_major || major(st.st_rdev) == ds->nvidia_major)
+				return 0;
+			k = by_name;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		k = by_name; /* fake node of a --dev-root */
+	} else {
+		return 0;    /* directories, sockets, fifos: never a node */
+	}
+	return gs_devset_add(ds, st.st_dev, st.st_ino, k, minor);
+}
+
+/* Open a directory relative to dirfd with its own file offset. */
+static DIR *opendir_at(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+static int load_dev_root(struct gs_devset *ds, int dev_fd)
+{
+	static const char *const fixed[] = { "nvidiactl", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools" };
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(fixed); i++) {
+		unsigned m = 0;
+
+		r = load_node(ds, dev_fd, fixed[i], kind_by_name(fixed[i], &m), m);
+		if (r < 0)
+			return r;
+	}
+	/* nvidia<N>: one directory pass instead of 248 failing stats. */
+	d = opendir_at(dev_fd, ".");
+	if (!d)
+		return -errno;
+	r = 0;
+	while ((errno = 0, de = readdir(d))) {
+		unsigned m = 0;
+
+		if (kind_by_name(de->d_name, &m) != GS_NODE_GPU)
+			continue;
+		r = load_node(ds, dev_fd, de->d_name, GS_NODE_GPU, m);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && errno)
+		r = -errno;
+	closedir(d);
+	if (r < 0)
+		return r;
+
+	d = opendir_at(dev_fd, "nvidia-caps");
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
+	while ((errno = 0, de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		r = load_node(ds, dirfd(d), de->d_name, GS_NODE_CAPS, 0);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+int gs_devset_load(const struct gs_root *root, struct gs_devset *ret)
+{
+	struct gs_devset ds = { 0 };
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	r = gs_read_file_at(root->proc_fd, "devices", 64 * 1024, &text, NULL);
+	if (r == 0)
+		r = gs_devset_parse_proc_devices(text, &ds);
+	else if (r == -ENOENT)
+		r = gs_devset_parse_proc_devices("", &ds); /* fixture /proc: defaults */
+	if (r < 0)
+		return r;
+	r = load_dev_root(&ds, root->dev_fd);
+	if (r < 0) {
+		gs_devset_free(&ds);
+		return r;
+	}
+	*ret = ds;
+	return 0;
+}
+
+void gs_devset_free(struct gs_devset *ds)
+{
+	if (!ds)
+		return;
+	free(ds->ids);
+	ds->ids = NULL;
+	ds->n_ids = ds->cap_ids = 0;
+}

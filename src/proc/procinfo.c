@@ -1,0 +1,338 @@
+/* /proc/PID/{stat,status,cmdline,cgroup,wchan} readers.
+ *
+ * All of this text is shaped by the process we look at (comm, argv) or by
+ * whoever named its cgroup, so nothing here trusts a length, a separator or a
+ * number format: fields are cut with explicit bounds and go through the
+ * checked parsers of util.h. */
+#include "proc/procinfo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/util.h"
+
+/* Every stat field after comm is a decimal number, at most 20 digits and a sign. */
+#define STAT_TOKEN_MAX 32
+/* Tokens after the last ')': token 0 is field 3 (state). */
+#define STAT_TOK(field) ((field) - 3)
+
+#define READ_MAX_SMALL 4096           /* stat, status, cmdline, wchan */
+#define READ_MAX_CGROUP (64 * 1024)   /* a dozen v1 hierarchies with deep paths */
+
+static int parse_nonneg_pid(const char *s, pid_t *ret)
+{
+	uint64_t v;
+	int r = gs_parse_u64(s, &v);
+
+	/* ppid, pgrp and session are 0 for init, kthreadd and kernel threads */
+	if (r < 0)
+		return r;
+	if (v > INT_MAX)
+		return -ERANGE;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+int gs_parse_pidstat(const char *text, struct gs_pidstat *ret)
+{
+	char tok[STAT_TOKEN_MAX], pidbuf[16];
+	const char *open, *close, *p;
+	uint64_t v;
+	size_t len;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!text)
+		return -EINVAL;
+	/* comm may hold ')', spaces and newlines: it ends at the LAST ')' */
+	open = strchr(text, '(');
+	close = strrchr(text, ')');
+	if (!open || !close || close < open)
+		return -EINVAL;
+
+	/* "<pid> (" */
+	len = (size_t)(open - text);
+	if (len < 2 || len > sizeof(pidbuf) || text[len - 1] != ' ')
+		return -EINVAL;
+	memcpy(pidbuf, text, len - 1);
+	pidbuf[len - 1] = '\0';
+	if (gs_parse_pid(pidbuf, &ret->pid) < 0)
+		return -EINVAL;
+
+	len = (size_t)(close - open - 1);
+	if (len > sizeof(ret->comm) - 1)
+		len = sizeof(ret->comm) - 1;
+	memcpy(ret->comm, open + 1, len);
+	ret->comm[len] = '\0';
+
+	if (close[1] != ' ')
+		return -EINVAL;
+	p = close + 2;
+	/* Walk up to field 23: requiring the field after starttime means a text
+	 * cut inside starttime is rejected rather than read as a smaller number. */
+	for (int i = 0; i <= STAT_TOK(23); i++) {
+		size_t tl = strcspn(p, " \n");
+
+		if (tl == 0 || tl >= sizeof(tok))
+			return -EINVAL;
+		memcpy(tok, p, tl);
+		tok[tl] = '\0';
+		p += tl;
+		if (*p == ' ')
+			p++;
+		else if (i < STAT_TOK(23))
+			return -EINVAL;
+
+		switch (i) {
+		case STAT_TOK(3):
+			if (tl != 1)
+				return -EINVAL;
+			ret->state = tok[0];
+			break;
+		case STAT_TOK(4):
+			if (parse_nonneg_pid(tok, &ret->ppid) < 0)
+				return -EINVAL;
+			break;
+		case STAT_TOK(5):
+			if (parse_nonneg_pid(tok, &ret->pgrp) < 0)
+				return -EINVAL;
+			break;
+		case STAT_TOK(6):
+			if (parse_nonneg_pid(tok, &ret->session) < 0)
+				return -EINVAL;
+			break;
+		case STAT_TOK(9):
+			if (gs_parse_u64(tok, &v) < 0 || v > UINT_MAX)
+				return -EINVAL;
+			ret->flags = (unsigned)v;
+			break;
+		case STAT_TOK(22):
+			if (gs_parse_u64(tok, &ret->starttime) < 0)
+				return -EINVAL;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+/* The first whitespace-separated token at *p; advances *p past it. */
+static size_t next_token(const char **p, const char *end, char *tok, size_t size, bool *too_long)
+{
+	const char *s = *p;
+	size_t len;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	len = 0;
+	while (s + len < end && s[len] != ' ' && s[len] != '\t')
+		len++;
+	*p = s + len;
+	*too_long = len >= size;
+	if (len == 0 || *too_long)
+		return len;
+	memcpy(tok, s, len);
+	tok[len] = '\0';
+	return len;
+}
+
+int gs_parse_pidstatus(const char *text, struct gs_pidstatus *ret)
+{
+	bool have_uid = false;
+	const char *line = text;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!text)
+		return -EINVAL;
+
+	while (*line) {
+		const char *eol = strchr(line, '\n');
+		const char *end = eol ? eol : line + strlen(line);
+		const char *p;
+		char tok[24];
+		bool too_long;
+
+		/* The kernel escapes Name:, so a line start is a real key; the
+		 * first occurrence of a key wins all the same. */
+		if (!have_uid && gs_startswith(line, "Uid:")) {
+			uint32_t uid;
+
+			p = line + 4;
+			if (next_token(&p, end, tok, sizeof(tok), &too_long) == 0 || too_long ||
+			    gs_parse_u32(tok, &uid) < 0)
+				return -EINVAL;
+			ret->uid = (uid_t)uid;
+			have_uid = true;
+		} else if (!ret->has_nspid && gs_startswith(line, "NSpid:")) {
+			pid_t last = 0;
+
+			/* outermost first, the process's own namespace last */
+			p = line + 6;
+			while (next_token(&p, end, tok, sizeof(tok), &too_long) > 0) {
+				if (too_long || gs_parse_pid(tok, &last) < 0)
+					return -EINVAL;
+			}
+			if (last == 0)
+				return -EINVAL;
+			ret->nspid = last;
+			ret->has_nspid = true;
+		}
+		if (!eol)
+			break;
+		line = eol + 1;
+	}
+	return have_uid ? 0 : -EINVAL;
+}
+
+int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[32];
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	r = gs_read_file_at(proc_fd, path, READ_MAX_SMALL, &buf, NULL);
+	if (r < 0)
+		return r;
+	r = gs_parse_pidstat(buf, ret);
+	if (r < 0)
+		return r;
+	/* The entry must describe the process asked for. */
+	if (ret->pid != pid)
+		return -ESRCH;
+	return 0;
+}
+
+/* Terminal-safe copy: control bytes, DEL and non-ASCII bytes become '?'. */
+static char safe_byte(unsigned char c)
+{
+	return (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
+}
+
+static void copy_safe(char *dst, size_t size, const char *src, size_t len)
+{
+	size_t i;
+
+	if (size == 0)
+		return;
+	for (i = 0; i < len && i < size - 1; i++)
+		dst[i] = safe_byte((unsigned char)src[i]);
+	dst[i] = '\0';
+}
+
+/* argv as one line: NULs between arguments become spaces. */
+static void fill_cmdline(struct gs_procinfo *pi, const char *buf, size_t len)
+{
+	const char *argv0, *base, *slash;
+	size_t a0len, o = 0;
+
+	/* Trailing NULs are the terminator of the last argument, or the padding
+	 * left by programs that rewrite their argv (setproctitle). */
+	while (len > 0 && buf[len - 1] == '\0')
+		len--;
+	for (size_t i = 0; i < len && o < sizeof(pi->cmdline) - 1; i++)
+		pi->cmdline[o++] = buf[i] == '\0' ? ' ' : safe_byte((unsigned char)buf[i]);
+	pi->cmdline[o] = '\0';
+
+	argv0 = buf;
+	a0len = strnlen(buf, len);
+	slash = a0len ? memrchr(argv0, '/', a0len) : NULL;
+	base = slash ? slash + 1 : argv0;
+	a0len -= (size_t)(base - argv0);
+	if (a0len > 0)
+		copy_safe(pi->name, sizeof(pi->name), base, a0len);
+}
+
+static void fill_user(struct gs_procinfo *pi)
+{
+	long sz = sysconf(_SC_GETPW_R_SIZE_MAX);
+	size_t size = sz > 0 ? (size_t)sz : 16384;
+	struct passwd pw, *res = NULL;
+	int r;
+
+	for (;;) {
+		_cleanup_free_ char *buf = malloc(size);
+
+		if (!buf)
+			break;
+		r = getpwuid_r(pi->status.uid, &pw, buf, size, &res);
+		if (r == ERANGE && size < 1024 * 1024) {
+			size *= 2;
+			continue;
+		}
+		/* A name cut to fit could be another user's: use the number. */
+		if (r == 0 && res && res->pw_name && res->pw_name[0] &&
+		    strlen(res->pw_name) < sizeof(pi->user)) {
+			copy_safe(pi->user, sizeof(pi->user), res->pw_name, strlen(res->pw_name));
+			return;
+		}
+		break;
+	}
+	snprintf(pi->user, sizeof(pi->user), "%u", (unsigned)pi->status.uid);
+}
+
+int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
+{
+	_cleanup_free_ char *stat = NULL, *status = NULL, *cmdline = NULL, *cgroup = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (pid <= 0 || pid_dirfd < 0)
+		return -EINVAL;
+
+	r = gs_read_file_at(pid_dirfd, "stat", READ_MAX_SMALL, &stat, NULL);
+	if (r < 0)
+		return r;
+	r = gs_parse_pidstat(stat, &ret->st);
+	if (r < 0)
+		return r;
+	if (ret->st.pid != pid)
+		return -ESRCH;
+
+	r = gs_read_file_at(pid_dirfd, "status", READ_MAX_SMALL * 4, &status, NULL);
+	if (r < 0)
+		return r;
+	r = gs_parse_pidstatus(status, &ret->status);
+	if (r < 0)
+		return r;
+	if (!ret->status.has_nspid)
+		ret->status.nspid = pid;
+
+	/* cmdline is empty for kernel threads and zombies, and unreadable under
+	 * some hidepid setups: the name then falls back to comm. */
+	r = gs_read_file_at(pid_dirfd, "cmdline", READ_MAX_SMALL, &cmdline, &len);
+	if (r == -ENOMEM)
+		return r;
+	if (r >= 0)
+		fill_cmdline(ret, cmdline, len);
+	if (!ret->name[0])
+		copy_safe(ret->name, sizeof(ret->name), ret->st.comm, strlen(ret->st.comm));
+
+	r = gs_read_file_at(pid_dirfd, "cgroup", READ_MAX_CGROUP, &cgroup, NULL);
+	if (r == -ENOMEM)
+		return r;
+	if (r >= 0)
+		(void)gs_owner_from_cgroup(cgroup, &ret->owner); /* kind none on garbage */
+
+	if (ret->st.state == 'D') {
+		_cleanup_free_ char *wchan = NULL;
+
+		if (gs_read_file_at(pid_dirfd, "wchan", READ_MAX_SMALL, &wchan, &len) >= 0) {
+			len = strcspn(wchan, "\n");
+			/* "0": not sleeping, or the symbol is hidden from us */
+			if (!(len == 1 && wchan[0] == '0'))
+				copy_safe(ret->wchan, sizeof(ret->wchan), wchan, len);
+		}
+	}
+
+	fill_user(ret);
+	return 0;
+}

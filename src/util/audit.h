@@ -1,0 +1,12 @@
+/* Every signal gpuslate sends and every unit it stops is logged to syslog
+ * (LOG_AUTHPRIV, as su and sudo do) with the uid that asked for it. */
+#ifndef GS_AUDIT_H
+#define GS_AUDIT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, int result);
+void gs_audit_unit(const char *unit, const char *container, int exit_code);
+
+#endif

@@ -1,0 +1,48 @@
+/* Running other programs (systemctl, pct, lxc-attach, ssh) without a shell:
+ * an argv is exec'd directly, in its own process group so that a deadline can
+ * end it together with everything it started. */
+#ifndef GS_SPAWN_H
+#define GS_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct gs_child {
+	pid_t pid;      /* also the process group id */
+	int out_fd;     /* read end of its stdout, -1 if not captured */
+	int err_fd;     /* read end of its stderr, -1 if not captured */
+	int in_fd;      /* write end of its stdin, -1 unless GS_SPAWN_STDIN */
+};
+
+enum {
+	GS_SPAWN_CAPTURE = 1 << 0, /* pipes for stdout and stderr (else inherited) */
+	GS_SPAWN_STDIN = 1 << 1,   /* a pipe for stdin (else /dev/null) */
+};
+
+/* Start argv (argv[0] searched in PATH). envp NULL: inherit. Returns 0 or -errno
+ * (-ENOENT when the program does not exist). */
+int gs_spawn(char *const argv[], char *const envp[], unsigned flags, struct gs_child *ret);
+
+/* End the child's whole process group: SIGTERM, then SIGKILL after grace_ms.
+ * Safe because the child is ours and not reaped yet, so its pid and group
+ * id cannot have been reused. Reaps it. */
+void gs_spawn_terminate(struct gs_child *c, uint64_t grace_ms);
+
+struct gs_run_result {
+	int exit_code;     /* exit status, or 128+signal, or -1 when timed out */
+	bool timed_out;
+	char *out;         /* captured stdout (NUL-terminated, bounded) */
+	char *err;         /* captured stderr */
+};
+
+/* Run to completion within timeout_ms, capturing at most max_out bytes of
+ * each stream. Returns 0 (see result) or -errno when it could not start. */
+int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct gs_run_result *ret);
+void gs_run_result_free(struct gs_run_result *r);
+
+/* Is program found in PATH (or an existing executable path)? */
+bool gs_program_exists(const char *name);
+
+#endif

@@ -1,0 +1,519 @@
+/* Holder scan over the real /proc: child processes open and map plain-file
+ * fake nodes of a temporary dev root; the scan must attribute each to the
+ * right pid, fd vs mapping, and skip our own pid. Children are synchronised
+ * with pipes, never with sleeps. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc/holderscan.h"
+#include "util/root.h"
+#include "util/util.h"
+
+static char tmpdir[256];
+
+/* What a child opens: names in the dev root; map: also mmap it; close_fd:
+ * close the fd after mapping (the mapping alone stays). */
+struct open_spec {
+	const char *name;
+	bool map;
+	bool close_fd;
+};
+
+struct child {
+	pid_t pid;
+	int go_fd; /* closing it lets the child exit */
+};
+
+static void dev_path(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/%s", tmpdir, name);
+}
+
+static void make_node(const char *name)
+{
+	char path[512];
+	int fd;
+
+	dev_path(path, sizeof(path), name);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0); /* so that mmap has a page */
+	close(fd);
+}
+
+static void child_open(const struct open_spec *spec, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char path[512];
+		int fd;
+
+		dev_path(path, sizeof(path), spec[i].name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(3);
+		if (spec[i].map && mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED)
+			_exit(4);
+		if (spec[i].close_fd)
+			close(fd);
+	}
+}
+
+/* Fork a child that opens spec, says "ready" and waits for EOF on go. */
+static struct child spawn(const struct open_spec *spec, size_t n)
+{
+	int ready[2], go[2];
+	struct child c;
+	char b;
+
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		child_open(spec, n);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(5);
+		while (read(go[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.go_fd = go[1];
+	return c;
+}
+
+static void reap(struct child *c)
+{
+	int status;
+
+	close(c->go_fd);
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static const struct gs_scan_proc *find(const struct gs_scan_result *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_procs; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	return NULL;
+}
+
+static bool denied(const struct gs_scan_result *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_denied; i++)
+		if (r->denied[i] == pid)
+			return true;
+	return false;
+}
+
+static void scan(struct gs_scan_result *res, bool read_maps, pid_t skip)
+{
+	struct gs_root root;
+	struct gs_devset ds;
+	struct gs_scan_opts opts = { .skip_pid = skip, .read_maps = read_maps };
+
+	assert_int_equal(gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }), 0);
+	assert_int_equal(gs_devset_load(&root, &ds), 0);
+	assert_int_equal(gs_scan_holders(&root, &ds, &opts, res), 0);
+	for (size_t i = 1; i < res->n_procs; i++)
+		assert_true(res->procs[i - 1].pid < res->procs[i].pid);
+	assert_true(res->n_scanned > 0);
+	gs_devset_free(&ds);
+	gs_root_close(&root);
+}
+
+static void test_parse_maps_line(void **state)
+{
+	dev_t dev;
+	ino_t ino;
+
+	(void)state;
+	assert_int_equal(gs_parse_maps_line("7f0000000000-7f0000001000 rw-s 00000000 00:05 1234     /dev/nvidia0", &dev, &ino), 0);
+	assert_int_equal(major(dev), 0);
+	assert_int_equal(minor(dev), 5);
+	assert_int_equal(ino, 1234);
+	assert_int_equal(gs_parse_maps_line("00400000-00452000 r-xp 00001000 fd:01 18446744073709551615 /a b (deleted)\n", &dev, &ino), 0);
+	assert_int_equal(major(dev), 0xfd);
+	assert_int_equal(minor(dev), 1);
+	assert_true(ino == (ino_t)UINT64_MAX);
+	assert_int_equal(gs_parse_maps_line("10-20 r--p 0 103:abcde 9", &dev, &ino), 0);
+	assert_int_equal(major(dev), 0x103);
+	assert_int_equal(minor(dev), 0xabcde);
+	assert_int_equal(ino, 9);
+	/* Anonymous, malformed or overflowing: rejected. */
+	assert_int_equal(gs_parse_maps_line("7ffd0000-7ffd1000 rw-p 00000000 00:00 0      [stack]", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("garbage", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw 0 00:05 12", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw-s 0 00:05", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw-s 0 00:05 12x", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw-s 0 1000:05 12", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw-s 0 00:05 18446744073709551616", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10000000000000000-20 rw-s 0 00:05 12", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line("10-20 rw-s 0 -1:05 12", &dev, &ino), -EINVAL);
+	assert_int_equal(gs_parse_maps_line(NULL, &dev, &ino), -EINVAL);
+}
+
+static void test_scan_holders(void **state)
+{
+	/* A CUDA-like process: fds and mappings of GPU 0 and the ctl node. */
+	static const struct open_spec spec_a[] = {
+		{ "nvidia0", true, false }, { "nvidiactl", true, false }, { "nvidia-uvm", false, false },
+	};
+	/* A monitor: only an fd of GPU 1. */
+	static const struct open_spec spec_b[] = { { "nvidia1", false, false } };
+	/* Several fds on two GPUs, no mapping. */
+	static const struct open_spec spec_c[] = {
+		{ "nvidia0", false, false }, { "nvidia1", false, false }, { "nvidia1", false, false },
+	};
+	/* Other files only. */
+	static const struct open_spec spec_d[] = { { "other", true, false } };
+	/* An fd of ctl, and a mapping of GPU 1 whose fd it closed: matched by
+	 * the maps pass because the process holds an NVIDIA fd. */
+	static const struct open_spec spec_f[] = { { "nvidiactl", false, false }, { "nvidia1", true, true } };
+	/* A mapping alone, no NVIDIA fd: maps are only read for fd holders. */
+	static const struct open_spec spec_g[] = { { "nvidia0", true, true } };
+	struct child a, b, c, d, e, f, g;
+	struct gs_scan_result res;
+	const struct gs_scan_proc *p;
+
+	(void)state;
+	a = spawn(spec_a, GS_ARRAY_SIZE(spec_a));
+	b = spawn(spec_b, GS_ARRAY_SIZE(spec_b));
+	c = spawn(spec_c, GS_ARRAY_SIZE(spec_c));
+	d = spawn(spec_d, GS_ARRAY_SIZE(spec_d));
+	e = spawn(spec_a, GS_ARRAY_SIZE(spec_a)); /* the skipped pid */
+	f = spawn(spec_f, GS_ARRAY_SIZE(spec_f));
+	g = spawn(spec_g, GS_ARRAY_SIZE(spec_g));
+
+	scan(&res, true, e.pid);
+	/* Our own children are readable (other processes may not be: the
+	 * host's pid 1 can refuse even root). */
+	assert_false(denied(&res, a.pid) || denied(&res, b.pid) || denied(&res, f.pid));
+
+	p = find(&res, a.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_has(&p->fd_gpus, 0));
+	assert_false(gs_minorset_has(&p->fd_gpus, 1));
+	assert_true(gs_minorset_has(&p->map_gpus, 0));
+	assert_true(p->fd_ctl && p->fd_uvm && p->map_ctl);
+	assert_false(p->map_uvm);
+	assert_false(p->maps_denied);
+	assert_int_equal(p->n_fds, 3);
+
+	p = find(&res, b.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_has(&p->fd_gpus, 1));
+	assert_false(gs_minorset_has(&p->fd_gpus, 0));
+	assert_true(gs_minorset_empty(&p->map_gpus));
+	assert_false(p->fd_ctl || p->fd_uvm || p->map_ctl || p->map_uvm);
+	assert_int_equal(p->n_fds, 1);
+
+	p = find(&res, c.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_has(&p->fd_gpus, 0) && gs_minorset_has(&p->fd_gpus, 1));
+	assert_true(gs_minorset_empty(&p->map_gpus));
+	assert_int_equal(p->n_fds, 3);
+
+	assert_null(find(&res, d.pid));
+	assert_null(find(&res, e.pid));
+
+	p = find(&res, f.pid);
+	assert_non_null(p);
+	assert_true(p->fd_ctl);
+	assert_true(gs_minorset_empty(&p->fd_gpus));
+	assert_true(gs_minorset_has(&p->map_gpus, 1));
+	assert_int_equal(p->n_fds, 1);
+
+	assert_null(find(&res, g.pid));
+	gs_scan_result_free(&res);
+
+	/* Without maps: same holders, no mapping information. */
+	scan(&res, false, 0);
+	p = find(&res, a.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_empty(&p->map_gpus));
+	assert_false(p->map_ctl);
+	assert_non_null(find(&res, e.pid)); /* not skipped this time */
+	p = find(&res, f.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_empty(&p->map_gpus));
+	gs_scan_result_free(&res);
+
+	reap(&a);
+	reap(&b);
+	reap(&c);
+	reap(&d);
+	reap(&e);
+	reap(&f);
+	reap(&g);
+
+	/* Gone: no longer reported. */
+	scan(&res, true, 0);
+	assert_null(find(&res, a.pid));
+	gs_scan_result_free(&res);
+}
+
+/* Our own fds are never reported when we skip ourselves. */
+static void test_skip_self(void **state)
+{
+	char path[512];
+	struct gs_scan_result res;
+	int fd;
+
+	(void)state;
+	dev_path(path, sizeof(path), "nvidia0");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	scan(&res, true, 0);
+	assert_non_null(find(&res, getpid()));
+	gs_scan_result_free(&res);
+	scan(&res, true, getpid());
+	assert_null(find(&res, getpid()));
+	gs_scan_result_free(&res);
+	close(fd);
+}
+
+static int go_fd_for_thread = -1;
+
+static void *thread_wait(void *arg)
+{
+	char b;
+
+	(void)arg;
+	while (read(go_fd_for_thread, &b, 1) > 0)
+		;
+	_exit(0);
+}
+
+/* The main thread exited (zombie leader, no files of its own) while another
+ * thread keeps the fds: found through /proc/PID/task. */
+static void test_zombie_leader(void **state)
+{
+	int ready[2], go[2];
+	struct child c;
+	struct gs_scan_result res;
+	const struct gs_scan_proc *p;
+	char b;
+
+	(void)state;
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		static const struct open_spec spec[] = { { "nvidia1", true, false } };
+		pthread_t t;
+
+		close(ready[0]);
+		close(go[1]);
+		child_open(spec, 1);
+		go_fd_for_thread = go[0];
+		if (pthread_create(&t, NULL, thread_wait, NULL) != 0)
+			_exit(6);
+		/* Ready, then the main thread leaves; the other thread
+		 * keeps the process (and its fds) alive. */
+		if (write(ready[1], "r", 1) != 1)
+			_exit(5);
+		pthread_exit(NULL);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.go_fd = go[1];
+
+	/* Wait (without sleeping) until the leader shows as a zombie. */
+	for (;;) {
+		char path[64], *text = NULL;
+		const char *s;
+		bool zombie;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)c.pid);
+		assert_int_equal(gs_read_file_at(AT_FDCWD, path, 4096, &text, NULL), 0);
+		s = strrchr(text, ')');
+		zombie = s && s[2] == 'Z';
+		free(text);
+		if (zombie)
+			break;
+		sched_yield();
+	}
+	scan(&res, true, 0);
+	p = find(&res, c.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_has(&p->fd_gpus, 1));
+	assert_true(gs_minorset_has(&p->map_gpus, 1));
+	gs_scan_result_free(&res);
+	reap(&c);
+}
+
+/* Processes appearing and exiting during the scan are skipped; the stable
+ * holders are still found, every time. */
+static void test_churn(void **state)
+{
+	static const struct open_spec spec_a[] = { { "nvidia0", true, false }, { "nvidiactl", false, false } };
+	int go[2], ready[2];
+	struct child a, churn;
+	char b;
+
+	(void)state;
+	a = spawn(spec_a, GS_ARRAY_SIZE(spec_a));
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	churn.pid = fork();
+	assert_true(churn.pid >= 0);
+	if (churn.pid == 0) {
+		struct pollfd pfd = { .fd = go[0], .events = POLLIN };
+
+		close(ready[0]);
+		close(go[1]);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(5);
+		/* Short-lived holders until the parent closes go. */
+		while (poll(&pfd, 1, 0) == 0) {
+			pid_t k = fork();
+
+			if (k == 0) {
+				child_open(spec_a, GS_ARRAY_SIZE(spec_a));
+				_exit(0);
+			}
+			if (k > 0)
+				waitpid(k, NULL, 0);
+		}
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	churn.go_fd = go[1];
+
+	for (int i = 0; i < 30; i++) {
+		struct gs_scan_result res;
+		const struct gs_scan_proc *p;
+
+		scan(&res, true, 0);
+		p = find(&res, a.pid);
+		assert_non_null(p);
+		assert_true(gs_minorset_has(&p->fd_gpus, 0));
+		assert_true(gs_minorset_has(&p->map_gpus, 0));
+		assert_false(denied(&res, a.pid));
+		gs_scan_result_free(&res);
+	}
+	reap(&churn);
+	reap(&a);
+}
+
+/* As an unprivileged user, other users' processes are counted as denied
+ * (never silently dropped), including a root-owned holder. */
+static void test_denied(void **state)
+{
+	static const struct open_spec spec_a[] = { { "nvidia0", false, false } };
+	struct child a;
+	pid_t k;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	a = spawn(spec_a, GS_ARRAY_SIZE(spec_a));
+	k = fork();
+	assert_true(k >= 0);
+	if (k == 0) {
+		struct gs_root root;
+		struct gs_devset ds;
+		struct gs_scan_result res;
+		bool seen_a = false, seen_1 = false;
+
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(10);
+		if (gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }) < 0)
+			_exit(11);
+		if (gs_devset_load(&root, &ds) < 0)
+			_exit(12);
+		if (gs_scan_holders(&root, &ds, &(struct gs_scan_opts){ .read_maps = true }, &res) < 0)
+			_exit(13);
+		for (size_t i = 0; i < res.n_denied; i++) {
+			seen_a |= res.denied[i] == a.pid;
+			seen_1 |= res.denied[i] == 1;
+			if (i > 0 && res.denied[i - 1] >= res.denied[i])
+				_exit(14);
+		}
+		if (!seen_a || !seen_1)
+			_exit(15);
+		if (find(&res, a.pid))
+			_exit(16);
+		gs_scan_result_free(&res);
+		gs_devset_free(&ds);
+		gs_root_close(&root);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(k, &status, 0), k);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	reap(&a);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/gs-scan-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
+		return -1;
+	make_node("nvidia0");
+	make_node("nvidia1");
+	make_node("nvidiactl");
+	make_node("nvidia-uvm");
+	make_node("other");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_maps_line),
+		cmocka_unit_test(test_scan_holders),
+		cmocka_unit_test(test_skip_self),
+		cmocka_unit_test(test_zombie_leader),
+		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_denied),
+	};
+
+	/* Reaped with waitpid: no SIGCHLD handling needed. */
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
