@@ -54,6 +54,7 @@ struct gs_cli {
 
 	/* output */
 	bool json, csv, quiet, prometheus;
+	bool remote;                      /* --remote: run for a fleet controller */
 	const char *query_gpu, *query_apps, *format;
 
 	/* fleet */
@@ -81,6 +82,9 @@ int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d);
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;
 void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s);
+
+/* --remote: end this process when stdin reaches EOF (the controller left). */
+void gs_remote_watch_stdin(void);
 
 /* "gpuslate: " + message on stderr. */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

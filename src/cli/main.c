@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +98,7 @@ enum {
 	OPT_GRACE, OPT_TIMEOUT, OPT_TOLERANCE, OPT_NO_UNITS, OPT_REASON, OPT_JSON, OPT_CSV,
 	OPT_QUERY_GPU, OPT_QUERY_APPS, OPT_FORMAT, OPT_HOSTS_FILE, OPT_SSH, OPT_REMOTE_CMD,
 	OPT_CONNECT_TIMEOUT, OPT_COMMAND_TIMEOUT, OPT_NVML_LIB, OPT_DEV_ROOT, OPT_PROC_ROOT,
-	OPT_NO_NVML, OPT_NVML_TIMEOUT,
+	OPT_NO_NVML, OPT_NVML_TIMEOUT, OPT_REMOTE,
 };
 
 /* Commands an option is valid for. */
@@ -139,6 +141,7 @@ static const struct option long_opts[] = {
 	{ "proc-root", required_argument, NULL, OPT_PROC_ROOT },
 	{ "no-nvml", no_argument, NULL, OPT_NO_NVML },
 	{ "nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT },
+	{ "remote", no_argument, NULL, OPT_REMOTE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -255,6 +258,11 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 		case OPT_DEV_ROOT: cli->dev_root = optarg; break;
 		case OPT_PROC_ROOT: cli->proc_root = optarg; break;
 		case OPT_NO_NVML: cli->no_nvml = true; break;
+		case OPT_REMOTE:
+			cli->remote = true;
+			cli->json = true;
+			cli->quiet = true;
+			break;
 		case OPT_NVML_TIMEOUT: {
 			uint64_t ms;
 
@@ -359,6 +367,33 @@ int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d)
 	return 0;
 }
 
+/* Remote mode: the fleet side keeps our stdin open for as long as it wants
+ * us to run. When the connection goes (deadline, Ctrl-C, ssh killed), stdin
+ * reaches EOF and we end ourselves with SIGTERM: a reclaim stops escalating
+ * and reports, a status or wait just ends. No orphaned remote commands. */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+void gs_remote_watch_stdin(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(t);
+}
+
 int main(int argc, char **argv)
 {
 	struct gs_cli cli = { 0 };
@@ -367,8 +402,15 @@ int main(int argc, char **argv)
 		fputs("Try 'gpuslate --help' for more information.\n", stderr);
 		return GS_EXIT_USAGE;
 	}
-	if (cli.n_hosts)
+	if (cli.remote) {
+		if (cli.n_hosts) {
+			gs_err("--remote cannot be combined with -w");
+			return GS_EXIT_USAGE;
+		}
+		gs_remote_watch_stdin();
+	} else if (cli.n_hosts) {
 		return gs_cmd_fleet(&cli, argc, argv);
+	}
 	switch (cli.cmd) {
 	case GS_CMD_STATUS:
 		return gs_cmd_status(&cli);

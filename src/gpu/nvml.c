@@ -821,8 +821,12 @@ static int list_kind(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, int 
 			merge_proc(*all, n_all, &tmp[k]);
 		return 0;
 	}
-	/* Either every answer was garbage, or no symbol was implemented. */
-	return saw_garbage ? -EBADMSG : -EOPNOTSUPP;
+	/* Every answer was garbage: refuse rather than guess which pids. */
+	if (saw_garbage)
+		return -EBADMSG;
+	/* No symbol implemented (or none exported: MPS is optional): the
+	 * compute list is essential, the others are just empty. */
+	return kind == PK_COMPUTE ? -EOPNOTSUPP : 0;
 }
 
 static int nvml_processes(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_proc **ret, size_t *ret_n)
