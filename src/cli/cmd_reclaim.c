@@ -118,6 +118,19 @@ static bool confirm(void)
 	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
 }
 
+struct tick_ctx {
+	struct gs_discover *d;
+	const struct gs_verify_opts *vo;
+	struct gs_verify_result *vr;
+};
+
+static void stop_tick(void *ud)
+{
+	struct tick_ctx *tc = ud;
+
+	(void)gs_verify_tick(tc->d, tc->vo, tc->vr);
+}
+
 struct progress {
 	const struct gs_snapshot *s;
 	bool on;
@@ -298,8 +311,19 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 			.before = &s,
 		};
 
+		struct tick_ctx tc = { .d = &d, .vo = &vo, .vr = &vr };
+
+		r = gs_verify_begin(&d, &vo, &vr);
+		if (r < 0) {
+			gs_err("verification failed: %s", strerror(-r));
+			rc = GS_EXIT_DRIVER;
+			goto out_plan;
+		}
 		if (acting && plan.n_targets) {
 			struct gs_stop_opts so = {
+				.tick = stop_tick,
+				.tick_ud = &tc,
+				.tick_ms = 5,
 				.grace_ms = cli->grace_ms,
 				.kill_wait_ms = 5000,
 				.unit_timeout_ms = cli->grace_ms + 90000,
@@ -311,7 +335,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 			if (r < 0) {
 				gs_err("stopping failed: %s", strerror(-r));
 				rc = GS_EXIT_DRIVER;
-				goto out_plan;
+				goto out_stop;
 			}
 			rep.stop = &stop;
 		}

@@ -115,14 +115,21 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			pfd[m].events = POLLIN;
 			idx[m++] = i;
 		}
+		if (o->tick)
+			o->tick(o->tick_ud);
 		now = gs_now_ms();
 		if (m == 0 || now >= deadline || interrupted(o))
 			break;
 		{
-			uint64_t left = deadline - now;
-			/* Without pidfds nothing wakes us: re-check every 10 ms. */
-			int t = fallback ? 10 : (int)(left > 1000 ? 1000 : left);
+			uint64_t left = deadline - now, beat = 1000;
+			int t;
 
+			/* Without pidfds nothing wakes us: re-check every 10 ms. */
+			if (fallback)
+				beat = 10;
+			if (o->tick && o->tick_ms && o->tick_ms < beat)
+				beat = o->tick_ms;
+			t = (int)(left > beat ? beat : left);
 			(void)poll(pfd, m, t);
 		}
 	}

@@ -56,6 +56,10 @@ struct gs_stop_opts {
 	uint64_t unit_timeout_ms;/* systemctl stop deadline */
 	volatile sig_atomic_t *interrupted;
 	bool have_pct;           /* pct exists (else lxc-attach for CT units) */
+	/* Called every tick_ms while waiting on targets (memory polling). */
+	void (*tick)(void *ud);
+	void *tick_ud;
+	uint64_t tick_ms;
 };
 
 struct gs_stop_result {

@@ -149,15 +149,10 @@ static int poll_memory(struct gs_discover *d, const struct gs_plan *p, struct gs
 	return 0;
 }
 
-int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
+int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
 	const struct gs_plan *p = o->old_plan;
 	const struct gs_snapshot *b = o->before;
-	uint64_t start = gs_now_ms(), deadline = start + o->timeout_ms;
-	uint64_t poll_ms = o->poll_ms ? o->poll_ms : 5, rescan_ms = o->rescan_ms ? o->rescan_ms : 200;
-	uint64_t next_rescan = 0, next_progress = start + 200;
-	bool old_left = true, new_holders = false, all_released;
-	int rc;
 
 	memset(r, 0, sizeof(*r));
 	r->gpus = calloc(b->n_gpus ? b->n_gpus : 1, sizeof(*r->gpus));
@@ -176,11 +171,41 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 		if (!v->mem_known)
 			r->memory_unverified = true;
 	}
+	r->begun = true;
+	return 0;
+}
+
+int gs_verify_tick(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
+{
+	int rc;
+
+	if (!r->begun || r->tick_error)
+		return r->tick_error;
+	rc = poll_memory(d, o->old_plan, r, o->t0_ns);
+	if (rc < 0)
+		r->tick_error = rc;
+	return rc;
+}
+
+int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
+{
+	const struct gs_plan *p = o->old_plan;
+	uint64_t start = gs_now_ms(), deadline = start + o->timeout_ms;
+	uint64_t poll_ms = o->poll_ms ? o->poll_ms : 5, rescan_ms = o->rescan_ms ? o->rescan_ms : 200;
+	uint64_t next_rescan = 0, next_progress = start + 200;
+	bool old_left = true, new_holders = false, all_released;
+	int rc;
+
+	if (!r->begun) {
+		rc = gs_verify_begin(d, o, r);
+		if (rc < 0)
+			return rc;
+	}
 
 	for (;;) {
 		uint64_t now = gs_now_ms();
 
-		rc = poll_memory(d, p, r, o->t0_ns);
+		rc = r->tick_error ? r->tick_error : poll_memory(d, p, r, o->t0_ns);
 		if (rc < 0) {
 			r->driver_failed = true;
 			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",

@@ -59,8 +59,18 @@ struct gs_verify_result {
 	char driver_error[256];
 	bool memory_unverified;  /* no memory figures (no NVML): holders only */
 	uint64_t waited_ms;
+	bool begun;
+	int tick_error;          /* first error seen by gs_verify_tick */
 };
 
+/* Set up the per-GPU state (before stopping starts), so that memory can be
+ * polled while the stop stage waits on its targets and release times are
+ * measured from the signal, not from the end of the grace period. */
+int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *ret);
+/* Poll memory once (the stop stage calls this on its beat). */
+int gs_verify_tick(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r);
+/* Wait until clean, a respawn, the deadline, an interruption or a driver
+ * failure; fills the verdict. Calls gs_verify_begin itself if needed. */
 int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *ret);
 void gs_verify_result_free(struct gs_verify_result *r);
 

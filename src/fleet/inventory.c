@@ -589,11 +589,13 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 			seterr(why, whylen, "bad container name '%s' for %s=", show(sb, sizeof(sb), val), key);
 			return -EINVAL;
 		}
+		/* Transport first: lxc= and docker= share s->container. */
+		r = set_transport(s, lxc ? GS_TRANSPORT_LXC : GS_TRANSPORT_DOCKER, lxc ? "lxc" : "docker", why,
+				  whylen);
+		if (r < 0)
+			return r;
 		s->container = strdup(val);
-		if (!s->container)
-			return -ENOMEM;
-		return set_transport(s, lxc ? GS_TRANSPORT_LXC : GS_TRANSPORT_DOCKER, lxc ? "lxc" : "docker",
-				     why, whylen);
+		return s->container ? 0 : -ENOMEM;
 	}
 	if (strcmp(key, "exec") == 0) {
 		char **w = NULL;
@@ -679,10 +681,16 @@ static int entry_get(struct gs_inventory *inv, const char *name, struct gs_host_
 	}
 	/* Grow the parallel array first so a failure cannot leave the two out
 	 * of step. */
-	ne = realloc(inv->entries, (inv->n_entries + 1) * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	inv->entries = ne;
+	if (inv->n_entries == inv->cap_entries) {
+		size_t cap = inv->cap_entries ? inv->cap_entries * 2 : 16;
+
+		ne = realloc(inv->entries, cap * sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		inv->entries = ne;
+		inv->cap_entries = cap;
+	}
+	ne = inv->entries;
 	memset(&ne[inv->n_entries], 0, sizeof(*ne));
 	ne[inv->n_entries].name = strdup(name);
 	if (!ne[inv->n_entries].name)
@@ -788,8 +796,11 @@ static int parse_host_line(struct gs_inventory *inv, char **w, size_t n, unsigne
 			r = -EINVAL;
 			goto out;
 		}
-		if ((r = entry_get(inv, name, &e)) < 0)
+		if ((r = entry_get(inv, name, &e)) < 0) {
+			if (r == -E2BIG)
+				seterr(why, whylen, "more than %d hosts in the inventory", GS_HOSTLIST_MAX);
 			goto out;
+		}
 		if (s.any || prefix_user) {
 			if (e->line) {
 				seterr(why, whylen, "host '%s' already has settings from line %u",
@@ -806,8 +817,6 @@ static int parse_host_line(struct gs_inventory *inv, char **w, size_t n, unsigne
 out:
 	if (r == -ENOMEM)
 		seterr(why, whylen, "out of memory");
-	else if (r == -E2BIG && !(why && *why))
-		seterr(why, whylen, "more than %d hosts", GS_HOSTLIST_MAX);
 	gs_hostlist_free(&hosts);
 	settings_free(&s);
 	return r;

@@ -67,6 +67,7 @@ struct gs_inventory {
 	char *source;                   /* file name used in messages */
 	struct gs_host_entry *entries;  /* parallel to all.hosts */
 	size_t n_entries;
+	size_t cap_entries;             /* private */
 	struct gs_hostlist all;         /* every host, file order; also "@all" */
 	struct gs_inventory_group *groups;
 	size_t n_groups;

@@ -1,4 +1,5 @@
 #include "out/reclaim_out.h"
+#include "out/color.h"
 #include "out/status_out.h"
 #include "util/util.h"
 
@@ -62,7 +63,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-";
+			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[64];
 
 			if (h) {
 				gpus_of(s, &h->gpus, tg, sizeof(tg));
@@ -70,10 +71,14 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				if (h->info_ok)
 					gs_owner_format(&h->info.owner, owner, sizeof(owner));
 			}
+			if (h && h->info_ok)
+				gs_command_display(&h->info, cmd, sizeof(cmd));
+			else
+				gs_strlcpy(cmd, t->comm, sizeof(cmd));
 			action_text(p, t, act, sizeof(act));
 			fprintf(f, "  %8d  %-10.10s %-20.20s %-6s %10s  %-26.26s %s\n", (int)t->pid,
 				h && h->info_ok ? h->info.user : "-",
-				h && h->info_ok && h->info.cmdline[0] ? h->info.cmdline : t->comm, tg, m, owner, act);
+				cmd, tg, m, owner, act);
 		}
 	}
 	if (p->n_left) {
@@ -231,7 +236,11 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			fprintf(f, "interrupted: stopped escalating\n");
 	}
 	gs_reclaim_summary(r, line, sizeof(line));
-	fprintf(f, "\nVerdict: %s (%.2f s)\n", r->verdict, r->elapsed_ms / 1000.0);
+	{
+		const char *c = gs_color_verdict(f, r->verdict);
+
+		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, r->verdict, gs_color_end(c), r->elapsed_ms / 1000.0);
+	}
 	if (strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
 		fprintf(f, "%s\n", line);
 }

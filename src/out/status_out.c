@@ -4,6 +4,20 @@
 #include <errno.h>
 #include <string.h>
 
+void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len)
+{
+	/* argv[0]'s directory is noise in a table: show its basename and the
+	 * arguments. */
+	const char *args = in->cmdline;
+	const char *sp = strchr(args, ' ');
+
+	if (!in->cmdline[0]) {
+		snprintf(buf, len, "[%s]", in->st.comm);
+		return;
+	}
+	snprintf(buf, len, "%s%s", in->name, sp ? sp : "");
+}
+
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all)
 {
 	if (sel_all)
@@ -221,7 +235,7 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 		}
 		if (h->info_ok) {
 			gs_owner_format(&h->info.owner, owner, sizeof(owner));
-			snprintf(cmd, sizeof(cmd), "%.24s", h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm);
+			gs_command_display(&h->info, cmd, sizeof(cmd));
 		} else {
 			snprintf(owner, sizeof(owner), "?");
 			snprintf(cmd, sizeof(cmd), "?");

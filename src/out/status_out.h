@@ -17,6 +17,9 @@
  * hold no known GPU (only nvidiactl/uvm) are shown when everything is selected. */
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all);
 
+/* "python3 serve.py --port 8000": argv[0]'s basename and the arguments. */
+void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len);
+
 /* "unit sglang.service", "lxc 129: ollama.service", "docker 3f2a1b9c0d4e", "-". */
 void gs_owner_format(const struct gs_owner *o, char *buf, size_t len);
 

@@ -227,6 +227,8 @@ static void test_errors(void **state)
 		{ "a pct=129", "f:1: pct= needs via=", -EINVAL },
 		{ "a lxc=web", "f:1: lxc= needs via=", -EINVAL },
 		{ "a via=p pct=1 docker=x", "f:1: pct= and docker= cannot be combined", -EINVAL },
+		{ "a via=p lxc=x docker=y", "f:1: lxc= and docker= cannot be combined", -EINVAL },
+		{ "a exec=x docker=y", "f:1: exec= and docker= cannot be combined", -EINVAL },
 		{ "a pct=0 via=p", "f:1: bad container id '0' for pct=", -EINVAL },
 		{ "a pct=1000000000 via=p", "f:1: bad container id", -EINVAL },
 		{ "a exec=\"x %h\" user=root", "f:1: exec= replaces ssh; user= cannot be combined with it", -EINVAL },
@@ -261,7 +263,7 @@ static void test_errors(void **state)
 		{ "a\x1b[2J user=x", "f:1: invalid character \\x1b in 'a?[2J'", -EINVAL },
 		{ "a user=\x1b", "f:1: bad user name '?'", -EINVAL },
 		{ "n[0-99999999]", "f:1: 'n[0-99999999]' expands to more than 65536 hosts", -E2BIG },
-		{ "a[0-40000]\nb[0-40000]", "f:2: host list has more than 65536 hosts", -E2BIG },
+		{ "a[0-40000]\nb[0-40000]", "f:2: more than 65536 hosts in the inventory", -E2BIG },
 	};
 	size_t i;
 

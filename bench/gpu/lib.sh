@@ -1,0 +1,38 @@
+# Shared by bench/gpu/*.sh: start real GPU holders and wait for them.
+B=${GPUSLATE_BUILD:-$PWD/build}
+GS=$B/gpuslate
+FLOOR=$B/bench/floor
+HOLDER=$PWD/bench/gpu/holder.py
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+WORK=$(mktemp -d)
+n_ready=0
+
+# start_holder MODE GIB [HOST_GIB]: starts one, sets $HPID and $HCHILD when ready.
+start_holder() {
+	n_ready=$((n_ready + 1))
+	local rf=$WORK/ready.$n_ready
+	python3 "$HOLDER" "$1" "$rf" "${2:-1}" "${3:-0}" >"$WORK/holder.$n_ready.log" 2>&1 &
+	local launcher=$!
+	local i=0
+	# A condition, bounded: CUDA init and allocation take seconds.
+	while [ ! -f "$rf" ]; do
+		if ! kill -0 "$launcher" 2>/dev/null; then
+			echo "holder $1 failed:"; cat "$WORK/holder.$n_ready.log"; return 1
+		fi
+		i=$((i + 1)); [ $i -gt 1200 ] && { echo "holder $1 not ready after 120 s"; return 1; }
+		sleep 0.1
+	done
+	HPID=$(sed -n 's/^pid=//p' "$rf")
+	HCHILD=$(sed -n 's/^child=//p' "$rf")
+}
+
+# wait_gone PID: until the process is gone (bounded).
+wait_gone() {
+	local i=0
+	while kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' /proc/$1/stat 2>/dev/null)" != Z ]; do
+		i=$((i + 1)); [ $i -gt 600 ] && return 1
+		sleep 0.05
+	done
+}
+
+now() { date +%s.%N; }

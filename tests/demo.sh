@@ -1,0 +1,55 @@
+#!/bin/bash
+# `make demo`: gpuslate on a simulated GPU host (no GPU needed). Builds a fake
+# host with two GPUs (fake NVML + fake device nodes, see docs/fakes.md),
+# starts the holders of the seed's situation, then runs status, reclaim and
+# status again. Every process it starts is ended by PID at the end.
+set -u
+B=${GPUSLATE_BUILD:-$PWD/build}
+GS=$B/gpuslate
+HOLDER=$B/fakes/gs-holder
+HOST=$(mktemp -d /tmp/gpuslate-demo.XXXXXX)
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$HOST"
+}
+trap cleanup EXIT
+
+bash tests/fakes/mkhost.sh "$HOST" 2
+export FAKE_NVML_STATE=$HOST/nvml GPUSLATE_DEV_ROOT=$HOST/dev GPUSLATE_NVML_LIB=$B/fakes/libnvidia-ml.so.1
+export GPUSLATE_LOCK_FILE=$HOST/lock
+
+# start NAME ARGS...: run a holder (as NAME), wait until it holds the GPU.
+start() {
+	local name=$1 rf=$HOST/ready.$1; shift
+	ln -sf "$HOLDER" "$HOST/$name"
+	"$HOST/$name" --ready-file "$rf" "$@" &
+	pids+=($!)
+	for _ in $(seq 200); do [ -f "$rf" ] && break; sleep 0.01; done
+	[ -f "$rf" ] || { echo "demo: $name did not start" >&2; exit 1; }
+	for p in $(sed -n 's/^[a-z]*=//p' "$rf"); do pids+=("$p"); done
+}
+
+echo "== A GPU host after a benchmark run: an inference server on GPU 0, a"
+echo "== training rank on GPU 1 that forked a data-loader worker and died,"
+echo "== a tuning job that ignores SIGTERM, nvidia-persistenced and an exporter."
+start python3 --gpu 0 --mib 61440
+start torchrun --gpu 1 --mib 40960 --fork-child --exit-after-fork
+start autotune --gpu 0 --mib 8192 --ignore-term
+start nvidia-persistenced --client --gpu 0 --gpu 1
+start dcgm-exporter --client --gpu 0 --gpu 1
+start node-exporter --client --gpu 0
+echo
+echo "\$ gpuslate status"
+"$GS" status
+echo
+echo "\$ gpuslate reclaim -y --grace 1"
+"$GS" reclaim -y --grace 1
+rc=$?
+echo "(exit status $rc)"
+echo
+echo "\$ gpuslate status --query-gpu=index,memory.used --format=csv,noheader"
+"$GS" status --query-gpu=index,memory.used --format=csv,noheader
+exit $rc
