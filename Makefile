@@ -99,4 +99,66 @@ demo: $(B)/gpuslate $(FAKES)
 clean:
 	rm -rf $(B)
 
+# Installation: `make install PREFIX=/usr DESTDIR=/tmp/root` installs the
+# binary, the man page, bash and zsh completion, the Slurm epilog wrapper
+# (when tools/ has it) and the examples; `make uninstall` removes exactly
+# those files (and the directories only gpuslate uses, when empty).
+LIBEXECDIR ?= $(PREFIX)/libexec
+DATADIR ?= $(PREFIX)/share
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+DOCDIR ?= $(DATADIR)/doc/gpuslate
+INSTALL ?= install
+SCDOC ?= scdoc
+SLURM_EPILOG := tools/gpuslate-slurm-epilog
+EXAMPLES := examples/hosts examples/systemd-gpuslate.conf
+
+.PHONY: man completion deb
+
+man: $(B)/gpuslate.1
+
+$(B)/gpuslate.1: man/gpuslate.1.scd VERSION
+	@mkdir -p $(dir $@)
+	sed 's/@VERSION@/$(VERSION)/g' $< | $(SCDOC) >$@.tmp
+	mv $@.tmp $@
+
+# Syntax check of the completion scripts (zsh only where it is installed).
+completion:
+	bash -n completions/gpuslate.bash
+	@if command -v zsh >/dev/null 2>&1; then echo "zsh -n completions/_gpuslate"; zsh -n completions/_gpuslate; fi
+
+install: $(B)/gpuslate $(B)/gpuslate.1
+	$(INSTALL) -D -m 0755 $(B)/gpuslate $(DESTDIR)$(BINDIR)/gpuslate
+	$(INSTALL) -D -m 0644 $(B)/gpuslate.1 $(DESTDIR)$(MANDIR)/man1/gpuslate.1
+	$(INSTALL) -D -m 0644 completions/gpuslate.bash $(DESTDIR)$(BASHCOMPDIR)/gpuslate
+	$(INSTALL) -D -m 0644 completions/_gpuslate $(DESTDIR)$(ZSHCOMPDIR)/_gpuslate
+	$(foreach f,$(EXAMPLES),$(INSTALL) -D -m 0644 $(f) $(DESTDIR)$(DOCDIR)/$(f);)
+	@if [ -f $(SLURM_EPILOG) ]; then \
+		echo "$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog"; \
+		$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpuslate $(DESTDIR)$(MANDIR)/man1/gpuslate.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/gpuslate $(DESTDIR)$(ZSHCOMPDIR)/_gpuslate \
+		$(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(EXAMPLES))
+	@for d in $(DESTDIR)$(LIBEXECDIR)/gpuslate $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR); do \
+		rmdir "$$d" 2>/dev/null || :; \
+	done
+
+# A Debian package built from a copy of the tree (dpkg-buildpackage cleans
+# the tree it runs in): the .deb files end up in $(DEBDIR).
+DEBDIR ?= $(B)/deb
+DEB_SRC = $(abspath $(DEBDIR))/gpuslate-$(VERSION)
+
+deb:
+	rm -rf $(DEB_SRC)
+	mkdir -p $(DEB_SRC)
+	tar -cf - --exclude=./$(B) --exclude=./.git --exclude=./debian/gpuslate \
+		--exclude=./debian/.debhelper --exclude=./debian/files --exclude='./debian/*.substvars' \
+		--exclude=./debian/debhelper-build-stamp --exclude=./debian/tmp . | tar -xf - -C $(DEB_SRC)
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL dpkg-buildpackage -us -uc -b
+	@ls -1 $(abspath $(DEBDIR))/*.deb
+
 -include $(REL_OBJS:.o=.d) $(SAN_OBJS:.o=.d) $(B)/rel/src/cli/main.d $(B)/san/src/cli/main.d

@@ -36,3 +36,6 @@ wait_gone() {
 }
 
 now() { date +%s.%N; }
+
+# secs T0 T1: elapsed seconds (no bc on the GPU machine).
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }

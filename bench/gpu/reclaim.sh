@@ -59,7 +59,7 @@ for s in $SCEN; do
 	sleep 3
 	used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1 | tr -d ' ')
 	t1=$(now)
-	if [ "$used" -le $((idle + TOL)) ]; then sd="clean, $(echo "$t1-$t0" | bc | cut -c1-5) s"; else sd="NOT clean: $used MiB used after $(echo "$t1-$t0" | bc | cut -c1-5) s"; fi
+	if [ "$used" -le $((idle + TOL)) ]; then sd="clean, $(secs $t0 $t1) s"; else sd="NOT clean: $used MiB used after $(secs $t0 $t1) s"; fi
 	reset
 	# gpuslate
 	setup "$s" || { reset; continue; }
@@ -67,9 +67,9 @@ for s in $SCEN; do
 	$GS reclaim -y --json >"$OUTD/$s.json" 2>"$OUTD/$s.err"; rc=$?
 	t1=$(now)
 	$FLOOR --check "$idle" $TOL >"$OUTD/$s.check"; ck=$?
-	verdict=$(python3 -c "import json,sys; d=json.load(open('$OUTD/$s.json')); print(d['verdict'], ', '.join(p['outcome'] for p in d['processes']))" 2>/dev/null)
+	verdict=$(python3 -c "import json,sys; d=json.load(open('$OUTD/$s.json')); print(d['verdict'] + '; ' + ', '.join(sorted(set(p['outcome'] for p in d['processes']))) + '; GPU released %s s after the signal' % d['gpus'][0]['released_after_s'])" 2>/dev/null)
 	if [ $rc = 0 ] && [ $ck = 0 ]; then chk="at baseline"; elif [ $rc = 0 ]; then chk="CLAIMED CLEAN EARLY: $(cat "$OUTD/$s.check") MiB"; else chk="exit $rc"; fi
-	printf '| %s | %s s | %s | %s s | %s (exit %s) | %s |\n' "$s" "$f" "$sd" "$(echo "$t1-$t0" | bc | cut -c1-5)" "$verdict" "$rc" "$chk" | tee -a "$OUTD/reclaim.md"
+	printf '| %s | %s s | %s | %s s | %s (exit %s) | %s |\n' "$s" "$f" "$sd" "$(secs $t0 $t1)" "$verdict" "$rc" "$chk" | tee -a "$OUTD/reclaim.md"
 	reset
 done
 cat "$OUTD/reclaim.md" >>"$OUTD/reclaim.log"

@@ -10,6 +10,7 @@ mkdir -p "$OUTD"
 {
 echo "## host"; nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv; uname -r
 idle=$($FLOOR --used); echo "idle used MiB: $idle"
+python3 -c "import pynvml as n; n.nvmlInit(); h=n.nvmlDeviceGetHandleByIndex(0); m=n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2); print('v2 bytes: total', m.total, 'reserved', m.reserved, 'used', m.used, 'free', m.free)"
 
 start_holder plain 3 || exit 1; P_PLAIN=$HPID
 start_holder fork 2 || exit 1; P_FORK=$HPID; P_CHILD=$HCHILD
@@ -46,8 +47,7 @@ echo; echo "## speed: 20 runs each of the same query"
 t0=$(now); for i in $(seq 20); do nvidia-smi --query-gpu=index,memory.used --format=csv,noheader >/dev/null; done; t1=$(now)
 for i in $(seq 20); do $GS status --query-gpu=index,memory.used --format=csv,noheader >/dev/null; done; t2=$(now)
 for i in $(seq 20); do $GS status >/dev/null; done; t3=$(now)
-echo "nvidia-smi query: $(echo "($t1-$t0)/20" | bc -l | cut -c1-6) s; gpuslate query: $(echo "($t2-$t1)/20" | bc -l | cut -c1-6) s; gpuslate full status (fd scan): $(echo "($t3-$t2)/20" | bc -l | cut -c1-6) s; ratio nvidia-smi/gpuslate-query: $(echo "($t1-$t0)/($t2-$t1)" | bc -l | cut -c1-5)"
-
+echo "nvidia-smi --query-gpu: $(awk -v a=$t0 -v b=$t1 'BEGIN{printf "%.4f", (b-a)/20}') s/run; gpuslate --query-gpu: $(awk -v a=$t1 -v b=$t2 'BEGIN{printf "%.4f", (b-a)/20}') s/run; gpuslate status (with the /proc scan): $(awk -v a=$t2 -v b=$t3 'BEGIN{printf "%.4f", (b-a)/20}') s/run; nvidia-smi / gpuslate query: $(awk -v a=$t0 -v b=$t1 -v c=$t2 'BEGIN{printf "%.1f", (b-a)/(c-b)}')x"
 echo; echo "## clean-up with gpuslate reclaim -y --include-clients"
 $GS reclaim -y --include-clients --grace 5; echo "exit $?"
 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,17 +25,33 @@ struct gs_dirent64 {
 #define DIRBUF_SIZE (32 * 1024)
 #define MAPSBUF_SIZE (64 * 1024)
 
-struct scan_ctx {
+/* Work shared by the scan threads. The caller's devset is only appended to
+ * (gs_devset_add), under mu; each worker classifies against its own copy
+ * (view), brought up to date under mu, so the hot path takes no lock. */
+struct scan_shared {
 	struct gs_devset *ds;
+	pthread_mutex_t mu;
+	int proc_fd;
 	bool read_maps;
-	char *procbuf;  /* getdents64 of /proc; live across the whole pass */
-	char *fdbuf;    /* getdents64 of one fd directory, reused */
-	char *mapsbuf;  /* one read window of a maps file, reused */
+	const pid_t *pids;
+	size_t n_pids;
+	atomic_size_t next;    /* index of the next chunk of pids to take */
+	atomic_int error;      /* first fatal -errno; workers stop on it */
+};
+
+struct scan_worker {
+	struct scan_shared *sh;
+	struct gs_devset view; /* private copy of sh->ds */
+	char *fdbuf;           /* getdents64 of one fd directory, reused */
+	char *mapsbuf;         /* one read window of a maps file, reused */
 	struct gs_scan_proc *procs;
 	size_t n_procs, cap_procs;
 	pid_t *denied;
 	size_t n_denied, cap_denied;
 	size_t n_scanned;
+	int error;
+	pthread_t thread;
+	bool started;
 };
 
 static bool is_gone(int e)
@@ -147,7 +166,37 @@ int gs_parse_maps_line(const char *line, dev_t *ret_dev, ino_t *ret_ino)
 	return 0;
 }
 
-static void match_maps_line(struct scan_ctx *c, const char *line, struct gs_scan_proc *p)
+/* Bring the private view up to date with the shared devset. Caller holds mu.
+ * Identities are only ever appended, so copying the tail is enough. */
+static int view_sync_locked(struct scan_worker *w)
+{
+	const struct gs_devset *ds = w->sh->ds;
+
+	for (size_t i = w->view.n_ids; i < ds->n_ids; i++) {
+		const struct gs_node_id *id = &ds->ids[i];
+		int r = gs_devset_add(&w->view, id->dev, id->ino, id->kind, id->minor);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A node identity seen through an fd and not known yet (e.g. a container's
+ * own /dev/nvidia0): shared, so that its mappings match in every process. */
+static int learn(struct scan_worker *w, dev_t dev, ino_t ino, enum gs_node_kind kind, unsigned minor)
+{
+	int r;
+
+	pthread_mutex_lock(&w->sh->mu);
+	r = gs_devset_add(w->sh->ds, dev, ino, kind, minor);
+	if (r == 0)
+		r = view_sync_locked(w);
+	pthread_mutex_unlock(&w->sh->mu);
+	return r;
+}
+
+static void match_maps_line(const struct gs_devset *view, const char *line, struct gs_scan_proc *p)
 {
 	dev_t dev;
 	ino_t ino;
@@ -155,7 +204,7 @@ static void match_maps_line(struct scan_ctx *c, const char *line, struct gs_scan
 
 	if (gs_parse_maps_line(line, &dev, &ino) < 0)
 		return;
-	switch (gs_devset_classify_ino(c->ds, dev, ino, &minor)) {
+	switch (gs_devset_classify_ino(view, dev, ino, &minor)) {
 	case GS_NODE_GPU:
 		gs_minorset_add(&p->map_gpus, minor);
 		break;
@@ -170,16 +219,27 @@ static void match_maps_line(struct scan_ctx *c, const char *line, struct gs_scan
 	}
 }
 
-/* Read dirfd/maps. Returns 0 (maps_denied set when unreadable), -ESRCH when
- * the process is gone, or a fatal -errno. */
-static int scan_maps(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p)
+/* Read the maps beside the fd directory fd_dir ("../maps": the parent of an
+ * open /proc/PID/fd is that same process's directory even if the PID is
+ * reused meanwhile, so this never reads another process). Returns 0
+ * (maps_denied set when unreadable), -ESRCH when the process is gone, or a
+ * fatal -errno. */
+static int scan_maps(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p)
 {
 	_cleanup_close_ int fd = -1;
-	char *buf = c->mapsbuf;
+	char *buf = w->mapsbuf;
 	size_t have = 0;
 	bool skipping = false; /* inside a line longer than the buffer */
+	int r;
 
-	fd = openat(dirfd, "maps", O_RDONLY | O_CLOEXEC);
+	/* Identities other workers learned meanwhile. */
+	pthread_mutex_lock(&w->sh->mu);
+	r = view_sync_locked(w);
+	pthread_mutex_unlock(&w->sh->mu);
+	if (r < 0)
+		return r;
+
+	fd = openat(fd_dir, "../maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (is_gone(errno))
 			return -ESRCH;
@@ -203,7 +263,7 @@ static int scan_maps(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p)
 		if (n == 0) {
 			if (have > 0 && !skipping) {
 				buf[have] = '\0';
-				match_maps_line(c, buf, p);
+				match_maps_line(&w->view, buf, p);
 			}
 			return 0;
 		}
@@ -212,7 +272,7 @@ static int scan_maps(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p)
 		for (q = buf; (nl = memchr(q, '\n', (size_t)(end - q))); q = nl + 1) {
 			*nl = '\0';
 			if (!skipping)
-				match_maps_line(c, q, p);
+				match_maps_line(&w->view, q, p);
 			skipping = false;
 		}
 		have = (size_t)(end - q);
@@ -221,7 +281,7 @@ static int scan_maps(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p)
 			 * start of the line, so match it now and drop the rest. */
 			buf[have] = '\0';
 			if (!skipping)
-				match_maps_line(c, buf, p);
+				match_maps_line(&w->view, buf, p);
 			skipping = true;
 			have = 0;
 		} else if (have > 0 && q != buf) {
@@ -230,25 +290,18 @@ static int scan_maps(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p)
 	}
 }
 
-/* List dirfd/fd and classify every fd by the identity of what it points to.
- * Returns 0, -ESRCH (gone), -EACCES (not readable), or a fatal -errno.
+/* Classify every fd listed in the open fd directory fd_dir by the identity
+ * of what it points to. Returns 0, -ESRCH (gone), -EACCES (some fds could
+ * not be read; the NVIDIA ones seen are kept), or a fatal -errno.
  * *ret_entries counts the fds listed, NVIDIA or not. */
-static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_t *ret_entries)
+static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, size_t *ret_entries)
 {
-	_cleanup_close_ int fd = -1;
 	size_t entries = 0;
 	bool denied = false;
 
-	fd = openat(dirfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-
-		if (is_gone(e))
-			return -ESRCH;
-		return is_fatal(e) ? -e : -EACCES;
-	}
+	*ret_entries = 0;
 	for (;;) {
-		ssize_t n = getdents(fd, c->fdbuf, DIRBUF_SIZE);
+		ssize_t n = getdents(fd_dir, w->fdbuf, DIRBUF_SIZE);
 
 		if (n < 0) {
 			if (is_gone((int)-n))
@@ -258,7 +311,7 @@ static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_
 		if (n == 0)
 			break;
 		for (ssize_t off = 0; off < n;) {
-			struct gs_dirent64 *de = (struct gs_dirent64 *)(c->fdbuf + off);
+			struct gs_dirent64 *de = (struct gs_dirent64 *)(w->fdbuf + off);
 			struct statx stx;
 			struct stat st;
 			enum gs_node_kind k;
@@ -272,7 +325,7 @@ static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_
 			/* Follows the magic link to the open file. DONT_SYNC: a
 			 * network or FUSE file must not make the scan wait on its
 			 * server; our nodes' identities never need revalidation. */
-			if (statx(fd, de->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0) {
+			if (statx(fd_dir, de->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0) {
 				int e = errno;
 
 				if (e == EACCES || e == EPERM)
@@ -286,7 +339,7 @@ static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_
 			st.st_ino = (ino_t)stx.stx_ino;
 			st.st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
 			st.st_rdev = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
-			k = gs_devset_classify_stat(c->ds, &st, &minor);
+			k = gs_devset_classify_stat(&w->view, &st, &minor);
 			if (k == GS_NODE_NONE)
 				continue;
 			p->n_fds++;
@@ -303,12 +356,13 @@ static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_
 			default:
 				break;
 			}
-			/* So that mappings of this node match, here and in every
-			 * later process, even when it was not under the dev root
-			 * (a container's own node). */
-			r = gs_devset_add(c->ds, st.st_dev, st.st_ino, k, minor);
-			if (r < 0)
-				return r;
+			/* Matched by rdev but not by identity: a node that is not
+			 * under the dev root. Learn it before any maps are read. */
+			if (gs_devset_classify_ino(&w->view, st.st_dev, st.st_ino, NULL) == GS_NODE_NONE) {
+				r = learn(w, st.st_dev, st.st_ino, k, minor);
+				if (r < 0)
+					return r;
+			}
 		}
 	}
 	*ret_entries = entries;
@@ -317,15 +371,15 @@ static int scan_fds(struct scan_ctx *c, int dirfd, struct gs_scan_proc *p, size_
 
 /* The leader of a process whose main thread exited is a zombie with no
  * files or mm while its other threads run on: read those through the first
- * other thread whose fd table lists anything. On success *ret_dirfd is that
- * thread's directory (caller closes), or -1 when there is none. */
-static int scan_threads(struct scan_ctx *c, int pid_fd, pid_t pid, struct gs_scan_proc *p, int *ret_dirfd)
+ * other thread whose fd table lists anything. On success *ret_fd_dir is that
+ * thread's fd directory (caller closes), or -1 when there is none. */
+static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_scan_proc *p, int *ret_fd_dir)
 {
 	_cleanup_close_ int task_fd = -1;
 	char buf[4096];
 
-	*ret_dirfd = -1;
-	task_fd = openat(pid_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*ret_fd_dir = -1;
+	task_fd = openat(fd_dir, "../task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (task_fd < 0)
 		return is_fatal(errno) ? -errno : 0;
 	for (;;) {
@@ -335,6 +389,7 @@ static int scan_threads(struct scan_ctx *c, int pid_fd, pid_t pid, struct gs_sca
 			return n < 0 && is_fatal((int)-n) ? (int)n : 0;
 		for (ssize_t off = 0; off < n;) {
 			struct gs_dirent64 *de = (struct gs_dirent64 *)(buf + off);
+			char path[32];
 			pid_t tid;
 			size_t entries = 0;
 			int tfd, r;
@@ -342,15 +397,18 @@ static int scan_threads(struct scan_ctx *c, int pid_fd, pid_t pid, struct gs_sca
 			off += de->d_reclen;
 			if (!all_digits(de->d_name) || gs_parse_pid(de->d_name, &tid) < 0 || tid == pid)
 				continue;
-			tfd = openat(task_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			snprintf(path, sizeof(path), "%d/fd", (int)tid);
+			tfd = openat(task_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (tfd < 0) {
 				if (is_fatal(errno))
 					return -errno;
+				if (errno == EACCES || errno == EPERM)
+					return -EACCES;
 				continue;
 			}
-			r = scan_fds(c, tfd, p, &entries);
+			r = scan_fds(w, tfd, p, &entries);
 			if (r == 0 && entries > 0) {
-				*ret_dirfd = tfd;
+				*ret_fd_dir = tfd;
 				return 0;
 			}
 			close(tfd);
@@ -362,59 +420,71 @@ static int scan_threads(struct scan_ctx *c, int pid_fd, pid_t pid, struct gs_sca
 	}
 }
 
-static int push_denied(struct scan_ctx *c, pid_t pid)
+static int push_denied(struct scan_worker *w, pid_t pid)
 {
-	if (c->n_denied == c->cap_denied) {
-		size_t ncap = c->cap_denied ? c->cap_denied * 2 : 16;
-		pid_t *n = realloc(c->denied, ncap * sizeof(*n));
+	if (w->n_denied == w->cap_denied) {
+		size_t ncap = w->cap_denied ? w->cap_denied * 2 : 16;
+		pid_t *n = realloc(w->denied, ncap * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		c->denied = n;
-		c->cap_denied = ncap;
+		w->denied = n;
+		w->cap_denied = ncap;
 	}
-	c->denied[c->n_denied++] = pid;
+	w->denied[w->n_denied++] = pid;
 	return 0;
 }
 
-static int push_proc(struct scan_ctx *c, const struct gs_scan_proc *p)
+static int push_proc(struct scan_worker *w, const struct gs_scan_proc *p)
 {
-	if (c->n_procs == c->cap_procs) {
-		size_t ncap = c->cap_procs ? c->cap_procs * 2 : 16;
-		struct gs_scan_proc *n = realloc(c->procs, ncap * sizeof(*n));
+	if (w->n_procs == w->cap_procs) {
+		size_t ncap = w->cap_procs ? w->cap_procs * 2 : 16;
+		struct gs_scan_proc *n = realloc(w->procs, ncap * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		c->procs = n;
-		c->cap_procs = ncap;
+		w->procs = n;
+		w->cap_procs = ncap;
 	}
-	c->procs[c->n_procs++] = *p;
+	w->procs[w->n_procs++] = *p;
 	return 0;
 }
 
-static int scan_pid(struct scan_ctx *c, int proc_fd, const char *name, pid_t pid)
+static int scan_pid(struct scan_worker *w, pid_t pid)
 {
-	_cleanup_close_ int pid_fd = -1;
-	_cleanup_close_ int thread_fd = -1;
+	_cleanup_close_ int fd_dir = -1;
+	_cleanup_close_ int thread_fd_dir = -1;
 	struct gs_scan_proc p = { .pid = pid };
 	size_t entries = 0;
-	int maps_dir, r;
+	char path[32];
+	int r;
 
-	/* The directory fd pins this process: if the PID is reused later in
-	 * the pass, reads through it fail instead of reading the new one. */
-	pid_fd = openat(proc_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (pid_fd < 0)
-		return is_gone(errno) || !is_fatal(errno) ? 0 : -errno;
-	c->n_scanned++;
-	r = scan_fds(c, pid_fd, &p, &entries);
+	/* "<pid>/fd" in one open: the directory fd pins this process (its
+	 * parent is this process's directory, used for maps and task), so a
+	 * PID reused later in the pass makes reads fail instead of reading
+	 * the new process. One open per process instead of two matters here. */
+	snprintf(path, sizeof(path), "%d/fd", (int)pid);
+	fd_dir = openat(w->sh->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd_dir < 0) {
+		int e = errno;
+
+		if (is_gone(e))
+			return 0;
+		if (is_fatal(e))
+			return -e;
+		w->n_scanned++;
+		return push_denied(w, pid);
+	}
+	w->n_scanned++;
+	r = scan_fds(w, fd_dir, &p, &entries);
 	if (r == 0 && entries == 0)
-		r = scan_threads(c, pid_fd, pid, &p, &thread_fd);
+		r = scan_threads(w, fd_dir, pid, &p, &thread_fd_dir);
 	if (r == -ESRCH)
 		return 0;
 	if (r == -EACCES) {
 		/* Reported as denied; NVIDIA fds seen before a refused one
 		 * still make it a holder. */
-		r = push_denied(c, pid);
+		r = push_denied(w, pid);
 		if (r < 0)
 			return r;
 	} else if (r < 0) {
@@ -422,15 +492,96 @@ static int scan_pid(struct scan_ctx *c, int proc_fd, const char *name, pid_t pid
 	}
 	if (p.n_fds == 0)
 		return 0;
-	maps_dir = thread_fd >= 0 ? thread_fd : pid_fd;
-	if (c->read_maps) {
-		r = scan_maps(c, maps_dir, &p);
+	if (w->sh->read_maps) {
+		r = scan_maps(w, thread_fd_dir >= 0 ? thread_fd_dir : fd_dir, &p);
 		if (r == -ESRCH)
 			return 0; /* exited meanwhile: its fds are gone too */
 		if (r < 0)
 			return r;
 	}
-	return push_proc(c, &p);
+	return push_proc(w, &p);
+}
+
+/* Pids are taken in chunks: one atomic add per chunk keeps the threads off
+ * each other's cache lines, small chunks keep the load even. */
+#define PID_CHUNK 16
+
+static void *worker_main(void *arg)
+{
+	struct scan_worker *w = arg;
+	struct scan_shared *sh = w->sh;
+
+	while (atomic_load(&sh->error) == 0) {
+		size_t i = atomic_fetch_add(&sh->next, PID_CHUNK);
+		size_t end = i + PID_CHUNK < sh->n_pids ? i + PID_CHUNK : sh->n_pids;
+
+		if (i >= sh->n_pids)
+			break;
+		for (; i < end; i++) {
+			int r = scan_pid(w, sh->pids[i]);
+
+			if (r < 0) {
+				int zero = 0;
+
+				w->error = r;
+				atomic_compare_exchange_strong(&sh->error, &zero, r);
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* All numeric entries of /proc, except skip_pid. */
+static int list_pids(int proc_fd, pid_t skip_pid, pid_t **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+
+	/* A fresh open file description: the root's fd offset stays untouched. */
+	fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(DIRBUF_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t len = getdents(fd, buf, DIRBUF_SIZE);
+
+		if (len < 0) {
+			free(pids);
+			return (int)len;
+		}
+		if (len == 0)
+			break;
+		for (ssize_t off = 0; off < len;) {
+			struct gs_dirent64 *de = (struct gs_dirent64 *)(buf + off);
+			pid_t pid;
+
+			off += de->d_reclen;
+			if (!all_digits(de->d_name) || gs_parse_pid(de->d_name, &pid) < 0)
+				continue;
+			if (skip_pid > 0 && pid == skip_pid)
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 1024;
+				pid_t *np = realloc(pids, ncap * sizeof(*np));
+
+				if (!np) {
+					free(pids);
+					return -ENOMEM;
+				}
+				pids = np;
+				cap = ncap;
+			}
+			pids[n++] = pid;
+		}
+	}
+	*ret = pids;
+	*ret_n = n;
+	return 0;
 }
 
 static int cmp_proc(const void *a, const void *b)
@@ -447,67 +598,144 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Below this many processes a thread costs more than it saves. */
+#define PIDS_PER_THREAD_MIN 256
+#define THREADS_MAX 8
+
+static unsigned n_threads_for(size_t n_pids)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t t;
+
+	if (cpus < 1)
+		cpus = 1;
+	t = n_pids / PIDS_PER_THREAD_MIN;
+	if (t > (size_t)cpus)
+		t = (size_t)cpus;
+	if (t > THREADS_MAX)
+		t = THREADS_MAX;
+	return t < 1 ? 1 : (unsigned)t;
+}
+
+static int worker_init(struct scan_worker *w, struct scan_shared *sh)
+{
+	*w = (struct scan_worker){ .sh = sh };
+	w->view.nvidia_major = sh->ds->nvidia_major;
+	w->view.uvm_major = sh->ds->uvm_major;
+	w->view.caps_major = sh->ds->caps_major;
+	w->fdbuf = malloc(DIRBUF_SIZE + MAPSBUF_SIZE);
+	if (!w->fdbuf)
+		return -ENOMEM;
+	w->mapsbuf = w->fdbuf + DIRBUF_SIZE;
+	/* Not yet shared with any thread: no lock needed for the first copy. */
+	return view_sync_locked(w);
+}
+
+static void worker_done(struct scan_worker *w)
+{
+	gs_devset_free(&w->view);
+	free(w->fdbuf);
+	free(w->procs);
+	free(w->denied);
+	w->fdbuf = NULL;
+	w->procs = NULL;
+	w->denied = NULL;
+}
+
 int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 		    const struct gs_scan_opts *opts, struct gs_scan_result *ret)
 {
 	static const struct gs_scan_opts defaults = { .read_maps = true };
-	struct scan_ctx c = { .ds = ds };
-	_cleanup_free_ char *bufs = NULL;
-	_cleanup_close_ int dir_fd = -1;
-	int r = 0;
+	struct scan_shared sh = { .ds = ds };
+	struct scan_worker workers[THREADS_MAX];
+	_cleanup_free_ pid_t *pids = NULL;
+	struct gs_scan_proc *procs = NULL;
+	pid_t *denied = NULL;
+	size_t n_pids = 0, n_procs = 0, n_denied = 0, n_scanned = 0;
+	unsigned nt, ready = 0;
+	sigset_t all, old;
+	int r;
 
 	if (!root || !ds || !ret)
 		return -EINVAL;
 	if (!opts)
 		opts = &defaults;
-	c.read_maps = opts->read_maps;
-	bufs = malloc(2 * DIRBUF_SIZE + MAPSBUF_SIZE);
-	if (!bufs)
-		return -ENOMEM;
-	c.procbuf = bufs;
-	c.fdbuf = bufs + DIRBUF_SIZE;
-	c.mapsbuf = bufs + 2 * DIRBUF_SIZE;
+	r = list_pids(root->proc_fd, opts->skip_pid, &pids, &n_pids);
+	if (r < 0)
+		return r;
+	sh.proc_fd = root->proc_fd;
+	sh.read_maps = opts->read_maps;
+	sh.pids = pids;
+	sh.n_pids = n_pids;
+	atomic_init(&sh.next, 0);
+	atomic_init(&sh.error, 0);
+	r = -pthread_mutex_init(&sh.mu, NULL);
+	if (r < 0)
+		return r;
 
-	/* A fresh open file description: the root's fd offset stays untouched. */
-	dir_fd = openat(root->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir_fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n = getdents(dir_fd, c.procbuf, DIRBUF_SIZE);
-
-		if (n < 0) {
-			r = (int)n;
-			goto fail;
-		}
-		if (n == 0)
+	/* /proc is walked by all CPUs at once: the per-fd lookups are kernel
+	 * work that scales across cores (the bench goal needs it on 2 cores). */
+	nt = n_threads_for(n_pids);
+	for (; ready < nt; ready++) {
+		r = worker_init(&workers[ready], &sh);
+		if (r < 0) {
+			worker_done(&workers[ready]);
 			break;
-		for (ssize_t off = 0; off < n;) {
-			struct gs_dirent64 *de = (struct gs_dirent64 *)(c.procbuf + off);
-			pid_t pid;
-
-			off += de->d_reclen;
-			if (!all_digits(de->d_name) || gs_parse_pid(de->d_name, &pid) < 0)
-				continue;
-			if (opts->skip_pid > 0 && pid == opts->skip_pid)
-				continue;
-			r = scan_pid(&c, dir_fd, de->d_name, pid);
-			if (r < 0)
-				goto fail;
 		}
 	}
-	if (c.n_procs > 1)
-		qsort(c.procs, c.n_procs, sizeof(*c.procs), cmp_proc);
-	if (c.n_denied > 1)
-		qsort(c.denied, c.n_denied, sizeof(*c.denied), cmp_pid);
-	ret->procs = c.procs;
-	ret->n_procs = c.n_procs;
-	ret->n_scanned = c.n_scanned;
-	ret->n_denied = c.n_denied;
-	ret->denied = c.denied;
-	return 0;
-fail:
-	free(c.procs);
-	free(c.denied);
+	if (ready == 0)
+		goto out;
+	r = 0;
+	/* Workers get no signals: SIGINT and friends stay with the caller's
+	 * threads, whatever the caller set up. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned i = 1; i < ready; i++)
+		workers[i].started = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	worker_main(&workers[0]);
+	for (unsigned i = 1; i < ready; i++)
+		if (workers[i].started)
+			pthread_join(workers[i].thread, NULL);
+	/* A worker that failed to start left its share to the others: the
+	 * pid queue is drained by whoever runs. */
+	r = atomic_load(&sh.error);
+	if (r < 0)
+		goto out;
+
+	for (unsigned i = 0; i < ready; i++) {
+		n_procs += workers[i].n_procs;
+		n_denied += workers[i].n_denied;
+		n_scanned += workers[i].n_scanned;
+	}
+	procs = calloc(n_procs ? n_procs : 1, sizeof(*procs));
+	denied = calloc(n_denied ? n_denied : 1, sizeof(*denied));
+	if (!procs || !denied) {
+		free(procs);
+		free(denied);
+		r = -ENOMEM;
+		goto out;
+	}
+	n_procs = n_denied = 0;
+	for (unsigned i = 0; i < ready; i++) {
+		if (workers[i].n_procs)
+			memcpy(procs + n_procs, workers[i].procs, workers[i].n_procs * sizeof(*procs));
+		if (workers[i].n_denied)
+			memcpy(denied + n_denied, workers[i].denied, workers[i].n_denied * sizeof(*denied));
+		n_procs += workers[i].n_procs;
+		n_denied += workers[i].n_denied;
+	}
+	qsort(procs, n_procs, sizeof(*procs), cmp_proc);
+	qsort(denied, n_denied, sizeof(*denied), cmp_pid);
+	ret->procs = procs;
+	ret->n_procs = n_procs;
+	ret->n_scanned = n_scanned;
+	ret->n_denied = n_denied;
+	ret->denied = denied;
+out:
+	for (unsigned i = 0; i < ready; i++)
+		worker_done(&workers[i]);
+	pthread_mutex_destroy(&sh.mu);
 	return r;
 }
 

@@ -305,6 +305,11 @@ static void run_holder(const struct opts *o, const sigset_t *wait_mask)
 	static struct ready extra; /* static: 64 KiB is too much for the stack */
 
 	hold(o);
+	/* Workers form a process group led by the holder, as a framework's
+	 * launcher does (torchrun, mpirun): gpuslate then stops the group with
+	 * its leader. A session leader (--setsid) already leads its group. */
+	if (o->workers && getpgrp() != getpid() && setpgid(0, 0) < 0)
+		die("setpgid: %s", strerror(errno));
 	if (o->fork_child || o->exit_after_fork)
 		ready_add(&extra, "child", fork_waiter(wait_mask));
 	for (unsigned int i = 0; i < o->workers; i++)

@@ -39,6 +39,33 @@ struct child {
 	int go_fd; /* closing it lets the child exit */
 };
 
+/* Parent-side ends of the go pipes of live children. A forked child
+ * inherits them (no exec, so O_CLOEXEC does not help) and must close them,
+ * or a sibling would never see EOF. */
+static int parent_fds[64];
+static size_t n_parent_fds;
+
+static void keep_parent_fd(int fd)
+{
+	assert_true(n_parent_fds < GS_ARRAY_SIZE(parent_fds));
+	parent_fds[n_parent_fds++] = fd;
+}
+
+static void drop_parent_fd(int fd)
+{
+	for (size_t i = 0; i < n_parent_fds; i++)
+		if (parent_fds[i] == fd) {
+			parent_fds[i] = parent_fds[--n_parent_fds];
+			return;
+		}
+}
+
+static void child_close_inherited(void)
+{
+	for (size_t i = 0; i < n_parent_fds; i++)
+		close(parent_fds[i]);
+}
+
 static void dev_path(char *buf, size_t size, const char *name)
 {
 	snprintf(buf, size, "%s/%s", tmpdir, name);
@@ -85,6 +112,7 @@ static struct child spawn(const struct open_spec *spec, size_t n)
 	c.pid = fork();
 	assert_true(c.pid >= 0);
 	if (c.pid == 0) {
+		child_close_inherited();
 		close(ready[0]);
 		close(go[1]);
 		child_open(spec, n);
@@ -99,6 +127,7 @@ static struct child spawn(const struct open_spec *spec, size_t n)
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	close(ready[0]);
 	c.go_fd = go[1];
+	keep_parent_fd(c.go_fd);
 	return c;
 }
 
@@ -106,6 +135,7 @@ static void reap(struct child *c)
 {
 	int status;
 
+	drop_parent_fd(c->go_fd);
 	close(c->go_fd);
 	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
 	assert_true(WIFEXITED(status));
@@ -327,6 +357,7 @@ static void test_zombie_leader(void **state)
 		static const struct open_spec spec[] = { { "nvidia1", true, false } };
 		pthread_t t;
 
+		child_close_inherited();
 		close(ready[0]);
 		close(go[1]);
 		child_open(spec, 1);
@@ -344,6 +375,7 @@ static void test_zombie_leader(void **state)
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	close(ready[0]);
 	c.go_fd = go[1];
+	keep_parent_fd(c.go_fd);
 
 	/* Wait (without sleeping) until the leader shows as a zombie. */
 	for (;;) {
@@ -387,6 +419,7 @@ static void test_churn(void **state)
 	if (churn.pid == 0) {
 		struct pollfd pfd = { .fd = go[0], .events = POLLIN };
 
+		child_close_inherited();
 		close(ready[0]);
 		close(go[1]);
 		if (write(ready[1], "r", 1) != 1)
@@ -409,6 +442,7 @@ static void test_churn(void **state)
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	close(ready[0]);
 	churn.go_fd = go[1];
+	keep_parent_fd(churn.go_fd);
 
 	for (int i = 0; i < 30; i++) {
 		struct gs_scan_result res;
@@ -449,6 +483,7 @@ static void test_denied(void **state)
 		struct gs_scan_result res;
 		bool seen_a = false, seen_1 = false;
 
+		child_close_inherited();
 		if (setgid(65534) < 0 || setuid(65534) < 0)
 			_exit(10);
 		if (gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }) < 0)

@@ -1,0 +1,211 @@
+# bash completion for gpuslate(1)                          -*- shell-script -*-
+#
+# Installed as $(PREFIX)/share/bash-completion/completions/gpuslate. Works
+# with or without the bash-completion package (it uses _known_hosts_real
+# for -w when that is available).
+
+# Options that take an argument (as in src/cli/main.c's long_opts table).
+_gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
+	--grace --timeout --tolerance --reason --query-gpu --query-compute-apps
+	--format -w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
+	--connect-timeout --command-timeout --nvml-lib --dev-root --proc-root
+	--nvml-timeout'
+
+# Options of every command.
+_gpuslate_common='-g --gpus --json -q --quiet -w --hosts -x --exclude -f --fanout
+	--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
+	--nvml-lib --dev-root --proc-root --no-nvml --nvml-timeout --remote
+	-h --help -V --version'
+
+_gpuslate_cmd_opts()
+{
+	case $1 in
+	status)
+		echo "$_gpuslate_common --csv --query-gpu= --query-compute-apps= --format"
+		;;
+	reclaim)
+		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
+			--include -y --yes -n --dry-run --grace --timeout --tolerance
+			--no-units --reason"
+		;;
+	wait)
+		echo "$_gpuslate_common --timeout --tolerance --reason"
+		;;
+	*)
+		echo "$_gpuslate_common"
+		;;
+	esac
+}
+
+# Complete a comma-separated list: offer "prefix,item" for the last element.
+_gpuslate_list()
+{
+	local cur=$1 words=$2 pre=
+	[[ $cur == *,* ]] && pre=${cur%,*},
+	COMPREPLY=($(compgen -P "$pre" -W "$words" -- "${cur##*,}"))
+	[[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
+}
+
+# GPU indices from gpuslate itself, only when that is cheap: an NVIDIA driver
+# is loaded (or NVML is redirected) and no -w on the line (the GPUs of remote
+# hosts are not ours to list). At most 2 seconds.
+_gpuslate_gpus()
+{
+	local w
+	for w in "${COMP_WORDS[@]}"; do
+		case $w in -w | --hosts | --hosts=*) return ;; esac
+	done
+	[[ -e /proc/driver/nvidia/version || -n ${GPUSLATE_NVML_LIB-} ]] || return
+	local args=() i
+	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+		case ${COMP_WORDS[i]} in
+		--nvml-lib | --dev-root | --proc-root) args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}") ;;
+		--nvml-lib=* | --dev-root=* | --proc-root=* | --no-nvml) args+=("${COMP_WORDS[i]}") ;;
+		esac
+	done
+	command -v timeout >/dev/null 2>&1 || return
+	timeout 2 "${COMP_WORDS[0]}" status -q --nvml-timeout 1 "${args[@]}" \
+		--query-gpu=index --format=csv,noheader 2>/dev/null
+}
+
+_gpuslate_groups()
+{
+	local f
+	for f in ~/.config/gpuslate/hosts /etc/gpuslate/hosts; do
+		[[ -r $f ]] || continue
+		sed -n 's/^[[:space:]]*\[\([A-Za-z][A-Za-z0-9._-]*\)\].*/@\1/p' "$f" 2>/dev/null
+		echo @all
+		return
+	done
+}
+
+_gpuslate_units()
+{
+	command -v systemctl >/dev/null 2>&1 || return
+	systemctl list-units --type=service,scope --no-legend --plain --no-pager 2>/dev/null |
+		awk '{ print $1 }'
+}
+
+_gpuslate_value()
+{
+	local opt=$1 cur=$2
+	case $opt in
+	-g | --gpus)
+		_gpuslate_list "$cur" "$(_gpuslate_gpus)"
+		;;
+	--format)
+		COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits prometheus' -- "$cur"))
+		;;
+	--query-gpu)
+		_gpuslate_list "$cur" "index uuid name pci.bus_id driver_version count
+			memory.total memory.reserved memory.used memory.free"
+		;;
+	--query-compute-apps)
+		_gpuslate_list "$cur" "pid process_name gpu_name gpu_uuid gpu_bus_id used_gpu_memory"
+		;;
+	-u | --user)
+		COMPREPLY=($(compgen -u -- "$cur"))
+		;;
+	--unit)
+		COMPREPLY=($(compgen -W "$(_gpuslate_units)" -- "$cur"))
+		;;
+	--container)
+		if command -v pct >/dev/null 2>&1; then
+			COMPREPLY=($(compgen -W "$(pct list 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur"))
+		fi
+		;;
+	--include)
+		COMPREPLY=($(compgen -W 'nvidia-persistenced nv-hostengine dcgm-exporter
+			nv-fabricmanager nvidia-imex nvidia-cuda-mps-control Xorg Xwayland' -- "$cur"))
+		;;
+	-w | --hosts | -x | --exclude)
+		local hosts
+		hosts="$(_gpuslate_groups)"
+		if declare -F _known_hosts_real >/dev/null; then
+			_known_hosts_real -- "${cur##*,}"
+			hosts+=$'\n'"$(printf '%s\n' "${COMPREPLY[@]}")"
+		fi
+		_gpuslate_list "$cur" "$hosts"
+		;;
+	--hosts-file | --nvml-lib)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		compopt -o filenames 2>/dev/null
+		;;
+	--dev-root | --proc-root)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		compopt -o filenames 2>/dev/null
+		;;
+	--ssh | --remote-cmd)
+		COMPREPLY=($(compgen -c -- "$cur"))
+		;;
+	*)
+		# Seconds, MiB, counts, text: nothing sensible to offer.
+		COMPREPLY=()
+		;;
+	esac
+}
+
+_gpuslate()
+{
+	local cur prev cword=$COMP_CWORD
+	cur=${COMP_WORDS[cword]}
+	prev=
+	((cword > 0)) && prev=${COMP_WORDS[cword - 1]}
+	COMPREPLY=()
+
+	# "--opt=value": bash splits at '=' (COMP_WORDBREAKS).
+	if [[ $cur == = && $prev == --* ]]; then
+		_gpuslate_value "$prev" ""
+		return
+	fi
+	if [[ $prev == = ]] && ((cword >= 2)) && [[ ${COMP_WORDS[cword - 2]} == --* ]]; then
+		_gpuslate_value "${COMP_WORDS[cword - 2]}" "$cur"
+		return
+	fi
+	if [[ $cur == --*=* ]]; then
+		# COMP_WORDBREAKS without '=': complete the value part.
+		local opt=${cur%%=*}
+		_gpuslate_value "$opt" "${cur#*=}"
+		local i
+		for i in "${!COMPREPLY[@]}"; do COMPREPLY[i]="$opt=${COMPREPLY[i]}"; done
+		return
+	fi
+
+	# An option that needs an argument: complete the argument.
+	local w
+	for w in $_gpuslate_argopts; do
+		if [[ $prev == "$w" ]]; then
+			_gpuslate_value "$prev" "$cur"
+			return
+		fi
+	done
+
+	# Find the command, skipping options and their arguments.
+	local cmd= i skip=
+	for ((i = 1; i < cword; i++)); do
+		w=${COMP_WORDS[i]}
+		if [[ -n $skip ]]; then
+			skip=
+			continue
+		fi
+		[[ $w == = ]] && { skip=1; continue; }
+		case " $(echo $_gpuslate_argopts) " in
+		*" $w "*) skip=1; continue ;;
+		esac
+		case $w in
+		-*) continue ;;
+		status | reclaim | wait | help) cmd=$w; break ;;
+		esac
+	done
+
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(_gpuslate_cmd_opts "$cmd")" -- "$cur"))
+		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
+		return
+	fi
+	if [[ -z $cmd ]]; then
+		COMPREPLY=($(compgen -W 'status reclaim wait help' -- "$cur"))
+	fi
+}
+
+complete -F _gpuslate gpuslate

@@ -1,0 +1,397 @@
+/* gpuslate -w HOSTS COMMAND: the same command on many hosts over OpenSSH,
+ * merged into one report (docs/fleet.md). */
+#include "cli/cli.h"
+#include "fleet/hostlist.h"
+#include "fleet/inventory.h"
+#include "fleet/merge.h"
+#include "fleet/remote.h"
+#include "fleet/runner.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bounds on what one host may send back. */
+#define FLEET_MAX_OUT (8u * 1024u * 1024u)
+#define FLEET_MAX_ERR (64u * 1024u)
+/* Largest host list read from standard input (-w -). */
+#define FLEET_MAX_STDIN (16u * 1024u * 1024u)
+
+static volatile sig_atomic_t fleet_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	fleet_interrupted = 1;
+}
+
+/* The inventory: --hosts-file must exist; the default files may not. */
+static int load_inventory(const struct gs_cli *cli, struct gs_inventory *inv, bool *have)
+{
+	char err[512], path[4096];
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	const char *candidates[2] = { NULL, "/etc/gpuslate/hosts" };
+	int r;
+
+	*have = false;
+	if (cli->hosts_file) {
+		r = gs_inventory_load(cli->hosts_file, inv, err, sizeof(err));
+		if (r < 0) {
+			gs_err("%s", err);
+			return GS_EXIT_USAGE;
+		}
+		*have = true;
+		return 0;
+	}
+	if (xdg && *xdg == '/')
+		snprintf(path, sizeof(path), "%s/gpuslate/hosts", xdg);
+	else if (home && *home)
+		snprintf(path, sizeof(path), "%s/.config/gpuslate/hosts", home);
+	else
+		path[0] = '\0';
+	if (path[0])
+		candidates[0] = path;
+	for (size_t i = 0; i < 2; i++) {
+		if (!candidates[i] || access(candidates[i], F_OK) < 0)
+			continue;
+		r = gs_inventory_load(candidates[i], inv, err, sizeof(err));
+		if (r < 0) {
+			gs_err("%s", err);
+			return GS_EXIT_USAGE;
+		}
+		*have = true;
+		return 0;
+	}
+	return 0;
+}
+
+static int read_stdin_hosts(char **ret)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap + 1);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= FLEET_MAX_STDIN) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(STDIN_FILENO, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (memchr(buf, '\0', len)) {
+		free(buf);
+		return -EINVAL;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	return 0;
+}
+
+static int build_hostlist(const struct gs_cli *cli, const struct gs_inventory *inv, struct gs_hostlist *hosts)
+{
+	struct gs_hostlist ex = GS_HOSTLIST_INIT;
+	char err[512];
+	bool stdin_used = false;
+	int r;
+
+	for (size_t i = 0; i < cli->n_hosts; i++) {
+		if (!strcmp(cli->hosts[i], "-")) {
+			char *text = NULL;
+
+			if (stdin_used) {
+				gs_err("-w - can be given only once");
+				return GS_EXIT_USAGE;
+			}
+			stdin_used = true;
+			r = read_stdin_hosts(&text);
+			if (r < 0) {
+				gs_err("cannot read hosts from standard input: %s",
+				       r == -EINVAL ? "it contains a NUL byte" : strerror(-r));
+				return GS_EXIT_USAGE;
+			}
+			r = gs_inventory_hostlist_append(inv, hosts, text, err, sizeof(err));
+			free(text);
+		} else {
+			r = gs_inventory_hostlist_append(inv, hosts, cli->hosts[i], err, sizeof(err));
+		}
+		if (r < 0) {
+			gs_err("-w: %s", r == -ENOMEM ? "out of memory" : err);
+			return GS_EXIT_USAGE;
+		}
+	}
+	for (size_t i = 0; i < cli->n_excludes; i++) {
+		r = gs_inventory_hostlist_append(inv, &ex, cli->excludes[i], err, sizeof(err));
+		if (r < 0) {
+			gs_err("-x: %s", r == -ENOMEM ? "out of memory" : err);
+			gs_hostlist_free(&ex);
+			return GS_EXIT_USAGE;
+		}
+	}
+	r = gs_hostlist_exclude(hosts, &ex);
+	gs_hostlist_free(&ex);
+	if (r < 0) {
+		gs_err("-x: %s", strerror(-r));
+		return GS_EXIT_USAGE;
+	}
+	if (hosts->n == 0) {
+		gs_err("no hosts to run on%s", cli->n_excludes ? " (all excluded by -x)" : "");
+		return GS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Acting on many hosts wants the same consent as acting on one: a
+ * terminal to say yes on, or -y. Asked before any host is contacted. */
+static int confirm_reclaim(const struct gs_cli *cli, const struct gs_hostlist *hosts)
+{
+	char *folded = NULL, line[16];
+	bool yes;
+
+	if (cli->cmd != GS_CMD_RECLAIM || cli->dry_run || cli->yes)
+		return 0;
+	if (!isatty(STDIN_FILENO)) {
+		gs_err("refusing to reclaim on %zu host%s without confirmation: no terminal (use -y)", hosts->n,
+		       hosts->n == 1 ? "" : "s");
+		return GS_EXIT_REFUSED;
+	}
+	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0)
+		return GS_EXIT_DRIVER;
+	fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
+		hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
+		cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
+	fflush(stderr);
+	free(folded);
+	yes = fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
+	if (!yes) {
+		gs_err("not confirmed: no host was contacted");
+		return GS_EXIT_REFUSED;
+	}
+	return 0;
+}
+
+struct fleet_run {
+	const struct gs_hostlist *hosts;
+	struct gs_host_result *results;
+	const struct gs_merge_opts *mo;
+	size_t done, failed, total;
+	bool progress, drawn;
+	int err;
+};
+
+static void draw_progress(struct fleet_run *fr)
+{
+	if (!fr->progress)
+		return;
+	fprintf(stderr, "\r\033[K%zu/%zu hosts done, %zu failed%s", fr->done, fr->total, fr->failed,
+		fleet_interrupted ? " (interrupted: ending the remote commands)" : "");
+	fflush(stderr);
+	fr->drawn = true;
+}
+
+static void on_finished(void *ud, size_t i, const struct gs_run_output *o)
+{
+	struct fleet_run *fr = ud;
+	int r = gs_host_result_make(&fr->results[i], fr->hosts->hosts[i], o, fr->mo);
+
+	if (r < 0 && !fr->err)
+		fr->err = r;
+	fr->done++;
+	if (fr->results[i].verdict == GS_HV_FAILED)
+		fr->failed++;
+	draw_progress(fr);
+}
+
+static void on_tick(void *ud)
+{
+	static bool told;
+	struct fleet_run *fr = ud;
+
+	/* Redraw once when Ctrl-C arrives, so the user sees it was heard. */
+	if (fleet_interrupted && !told) {
+		told = true;
+		draw_progress(fr);
+	}
+}
+
+int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
+{
+	struct gs_inventory inv = { 0 };
+	struct gs_hostlist hosts = GS_HOSTLIST_INIT;
+	struct gs_remote_ctx ctx = { 0 };
+	struct gs_host_result *results = NULL;
+	struct gs_run_output *outs = NULL;
+	char ***argvs = NULL;
+	struct sigaction sa = { 0 }, old_int, old_term, old_pipe;
+	struct gs_fleet_summary sum;
+	bool have_inv = false;
+	char err[512];
+	int rc, r;
+
+	(void)argc;
+	(void)argv; /* never passed on: the remote argv is rebuilt from cli */
+	if (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus) {
+		gs_err("-w: only the merged report or --json is available for several hosts");
+		return GS_EXIT_USAGE;
+	}
+	if (cli->nvml_lib && getenv("GPUSLATE_NVML_LIB") != cli->nvml_lib)
+		gs_warn("--nvml-lib applies to this host only; it is not passed to the remote hosts");
+	rc = load_inventory(cli, &inv, &have_inv);
+	if (rc)
+		return rc;
+	rc = build_hostlist(cli, have_inv ? &inv : NULL, &hosts);
+	if (rc)
+		goto out;
+	r = gs_remote_ctx_init(&ctx, cli, have_inv ? &inv : NULL, err, sizeof(err));
+	if (r < 0) {
+		gs_err("%s", err);
+		rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+		goto out;
+	}
+	argvs = calloc(hosts.n, sizeof(*argvs));
+	results = calloc(hosts.n, sizeof(*results));
+	outs = calloc(hosts.n, sizeof(*outs));
+	if (!argvs || !results || !outs) {
+		gs_err("out of memory");
+		rc = GS_EXIT_DRIVER;
+		goto out;
+	}
+	for (size_t i = 0; i < hosts.n; i++) {
+		r = gs_remote_argv(&ctx, hosts.hosts[i], &argvs[i], err, sizeof(err));
+		if (r < 0) {
+			gs_err("%s", err);
+			rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (getenv("GPUSLATE_FLEET_PRINT_ARGV")) {
+		/* For tests and debugging: the exact argv per host, one word a line. */
+		for (size_t i = 0; i < hosts.n; i++) {
+			printf("%s:", hosts.hosts[i]);
+			for (char **w = argvs[i]; *w; w++)
+				printf(" [%s]", *w);
+			putchar('\n');
+		}
+		rc = GS_EXIT_CLEAN;
+		goto out;
+	}
+	rc = confirm_reclaim(cli, &hosts);
+	if (rc)
+		goto out;
+
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old_pipe);
+	{
+		struct gs_merge_opts mo = {
+			.command = cli->cmd_name,
+			.deadline_ms = cli->command_timeout_ms,
+			.tolerance_mib = cli->tolerance_mib,
+		};
+		struct fleet_run fr = {
+			.hosts = &hosts,
+			.results = results,
+			.mo = &mo,
+			.total = hosts.n,
+			.progress = !cli->quiet && !cli->json && isatty(STDERR_FILENO) && !getenv("GPUSLATE_NO_PROGRESS"),
+		};
+		struct gs_runner_opts ro = {
+			.fanout = cli->fanout,
+			.deadline_ms = cli->command_timeout_ms,
+			.end_grace_ms = 2000,
+			.max_out = FLEET_MAX_OUT,
+			.max_err = FLEET_MAX_ERR,
+			.interrupted = &fleet_interrupted,
+			.finished = on_finished,
+			.tick = on_tick,
+			.ud = &fr,
+		};
+
+		/* --json keeps stderr for real errors; progress is for people. */
+		if (cli->json && !cli->quiet && isatty(STDERR_FILENO) && !getenv("GPUSLATE_NO_PROGRESS"))
+			fr.progress = true;
+		draw_progress(&fr);
+		r = gs_runner_run((char **const *)argvs, hosts.n, &ro, outs);
+		if (fr.drawn)
+			fprintf(stderr, "\r\033[K");
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGPIPE, &old_pipe, NULL);
+		if (r < 0 || fr.err < 0) {
+			gs_err("running the fleet failed: %s", strerror(-(r < 0 ? r : fr.err)));
+			rc = GS_EXIT_DRIVER;
+			goto out;
+		}
+	}
+
+	if (cli->json) {
+		json_t *j = gs_fleet_json(results, hosts.n, cli->cmd_name, fleet_interrupted);
+
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else {
+		char *text = NULL;
+
+		r = gs_fleet_render_text(results, hosts.n, fleet_interrupted, &text);
+		if (r < 0) {
+			gs_err("out of memory");
+			rc = GS_EXIT_DRIVER;
+			goto out;
+		}
+		fputs(text, stdout);
+		free(text);
+	}
+	gs_fleet_summarize(results, hosts.n, &sum);
+	rc = gs_fleet_exit_status(&sum);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		gs_err("write error on standard output: %s", strerror(errno));
+		rc = GS_EXIT_USAGE;
+	}
+out:
+	for (size_t i = 0; argvs && i < hosts.n; i++)
+		gs_inventory_strv_free(argvs[i]);
+	for (size_t i = 0; results && i < hosts.n; i++)
+		gs_host_result_free(&results[i]);
+	for (size_t i = 0; outs && i < hosts.n; i++)
+		gs_run_output_free(&outs[i]);
+	free(argvs);
+	free(results);
+	free(outs);
+	gs_remote_ctx_free(&ctx);
+	gs_hostlist_free(&hosts);
+	if (have_inv)
+		gs_inventory_free(&inv);
+	return rc;
+}

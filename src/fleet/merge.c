@@ -1,0 +1,616 @@
+/* Judging each host and merging the fleet report; see merge.h. */
+#include "fleet/merge.h"
+#include "fleet/hostlist.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How much of a bad output or a stderr line a message quotes. */
+#define GS_QUOTE_BYTES 64
+#define GS_LINE_BYTES 200
+#define GS_STDERR_BYTES 4096
+
+const char *gs_host_failure_str(enum gs_host_failure f)
+{
+	switch (f) {
+	case GS_HF_NONE: return NULL;
+	case GS_HF_UNREACHABLE: return "unreachable";
+	case GS_HF_AUTH: return "authentication";
+	case GS_HF_MISSING: return "missing";
+	case GS_HF_TOO_OLD: return "too-old";
+	case GS_HF_SCHEMA: return "schema";
+	case GS_HF_BAD_OUTPUT: return "bad-output";
+	case GS_HF_REMOTE_ERROR: return "remote-error";
+	case GS_HF_TIMED_OUT: return "timed-out";
+	case GS_HF_INTERRUPTED: return "interrupted";
+	case GS_HF_NOT_STARTED: return "not-started";
+	case GS_HF_LOCAL_ERROR: return "local-error";
+	}
+	return "unknown";
+}
+
+static const char *verdict_str(enum gs_host_verdict v)
+{
+	switch (v) {
+	case GS_HV_CLEAN: return "clean";
+	case GS_HV_NOT_CLEAN: return "not-clean";
+	case GS_HV_DRY_RUN: return "dry-run";
+	case GS_HV_FAILED: return "failed";
+	}
+	return "failed";
+}
+
+char *gs_sanitize(const char *s, size_t len, size_t max)
+{
+	size_t cap = (max < len ? max : len) * 4 + 4, o = 0;
+	char *q = malloc(cap);
+
+	if (!q)
+		return NULL;
+	for (size_t i = 0; i < len && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f) {
+			q[o++] = (char)c;
+		} else {
+			/* Remote bytes never reach the terminal raw: no escape
+			 * sequences, no line breaks inside a report line. */
+			snprintf(q + o, cap - o, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	if (len > max) {
+		memcpy(q + o, "...", 3);
+		o += 3;
+	}
+	q[o] = '\0';
+	return q;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? NULL : s;
+}
+
+/* The last line of stderr that says something, sanitized; "" if none. */
+static char *last_line(const char *err, size_t len)
+{
+	size_t end = len, start;
+
+	while (end > 0) {
+		while (end > 0 && (err[end - 1] == '\n' || err[end - 1] == '\r' || err[end - 1] == ' '))
+			end--;
+		start = end;
+		while (start > 0 && err[start - 1] != '\n')
+			start--;
+		/* Warnings (a host key added, a post-quantum notice) are not the
+		 * reason anything failed. */
+		if (end > start && strncmp(err + start, "Warning:", 8) && strncmp(err + start, "** ", 3))
+			return gs_sanitize(err + start, end - start, GS_LINE_BYTES);
+		end = start;
+	}
+	return strdup("");
+}
+
+static bool has(const char *hay, const char *needle)
+{
+	return hay && strstr(hay, needle);
+}
+
+static void sum_mib(json_t *gpus, const char *key, const char *fallback, bool *known, long long *sum)
+{
+	size_t i;
+	json_t *g;
+
+	*known = json_array_size(gpus) > 0;
+	*sum = 0;
+	json_array_foreach(gpus, i, g) {
+		json_t *v = json_object_get(g, key);
+
+		if (!json_is_integer(v) && fallback)
+			v = json_object_get(g, fallback);
+		if (json_is_integer(v))
+			*sum += json_integer_value(v);
+		else
+			*known = false;
+	}
+}
+
+static const char *comm_of(json_t *doc, json_int_t pid)
+{
+	static const char *const lists[] = { "processes", "targets", "left_alone" };
+
+	for (size_t l = 0; l < 3; l++) {
+		json_t *arr = json_object_get(doc, lists[l]), *p;
+		size_t i;
+
+		if (l > 0)
+			arr = json_object_get(json_object_get(doc, "plan"), lists[l]);
+		json_array_foreach(arr, i, p) {
+			json_t *c = json_object_get(p, "comm");
+
+			if (json_integer_value(json_object_get(p, "pid")) == pid && json_is_string(c))
+				return json_string_value(c);
+		}
+	}
+	return NULL;
+}
+
+/* A growing string for details; on allocation failure it stays what it was. */
+struct sbuf {
+	char *p;
+	size_t len;
+};
+
+static void sb_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_addf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
+	{
+		char *n = realloc(b->p, b->len + (size_t)r + 1);
+
+		if (n) {
+			b->p = n;
+			memcpy(b->p + b->len, s, (size_t)r + 1);
+			b->len += (size_t)r;
+		}
+	}
+	free(s);
+}
+
+static void sb_pid(struct sbuf *b, json_t *doc, json_int_t pid, bool first)
+{
+	const char *c = comm_of(doc, pid);
+	char *safe = c ? gs_sanitize(c, strlen(c), 64) : NULL;
+
+	if (safe)
+		sb_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
+	else
+		sb_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
+	free(safe);
+}
+
+/* status: not clean when a compute holder holds a selected GPU, or a GPU
+ * uses more memory than its protected holders account for plus the
+ * tolerance (memory nobody visible holds). */
+static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t tol, struct sbuf *why)
+{
+	json_t *gpus = json_object_get(doc, "gpus"), *procs = json_object_get(doc, "processes"), *g, *p;
+	enum gs_host_verdict v = GS_HV_CLEAN;
+	size_t i, k;
+
+	if (exit_code == 3) {
+		json_t *w = json_array_get(json_object_get(doc, "warnings"), 0);
+
+		sb_addf(why, "GPU driver failure%s%s", json_is_string(w) ? ": " : "",
+			json_is_string(w) ? json_string_value(w) : "");
+		return GS_HV_NOT_CLEAN;
+	}
+	json_array_foreach(gpus, i, g) {
+		json_int_t idx = json_integer_value(json_object_get(g, "index"));
+		json_t *used = json_object_get(g, "memory_used_mib");
+		long long protected_mib = 0;
+		bool first = true;
+
+		json_array_foreach(procs, k, p) {
+			json_t *pg = json_object_get(p, "gpus"), *x;
+			const char *role = json_string_value(json_object_get(p, "role"));
+			bool on = false;
+			size_t m;
+
+			json_array_foreach(pg, m, x)
+				if (json_integer_value(x) == idx)
+					on = true;
+			if (!on || !role)
+				continue;
+			if (!strcmp(role, "protected")) {
+				protected_mib += json_integer_value(json_object_get(p, "memory_mib"));
+			} else if (!strcmp(role, "compute")) {
+				if (first)
+					sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
+				sb_pid(why, doc, json_integer_value(json_object_get(p, "pid")), first);
+				first = false;
+				v = GS_HV_NOT_CLEAN;
+			}
+		}
+		if (first && json_is_integer(used) &&
+		    json_integer_value(used) > protected_mib + (long long)tol) {
+			sb_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
+				(long long)idx, (long long)json_integer_value(used));
+			v = GS_HV_NOT_CLEAN;
+		}
+	}
+	return v;
+}
+
+static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
+{
+	const char *verdict = json_string_value(json_object_get(doc, "verdict"));
+	json_t *gpus = json_object_get(doc, "gpus"), *g, *x;
+	size_t i, k;
+
+	if (!verdict)
+		return GS_HV_FAILED;
+	if (!strcmp(verdict, "clean"))
+		return GS_HV_CLEAN;
+	if (!strcmp(verdict, "dry-run")) {
+		json_t *targets = json_object_get(json_object_get(doc, "plan"), "targets");
+
+		if (!json_array_size(targets))
+			sb_addf(why, "nothing to stop");
+		json_array_foreach(targets, i, x) {
+			if (i == 0)
+				sb_addf(why, "would stop ");
+			sb_pid(why, doc, json_integer_value(json_object_get(x, "pid")), i == 0);
+		}
+		return GS_HV_DRY_RUN;
+	}
+	if (!strcmp(verdict, "not-clean")) {
+		json_array_foreach(gpus, i, g) {
+			json_t *held = json_object_get(g, "held_by");
+
+			if (json_is_true(json_object_get(g, "clean")))
+				continue;
+			sb_addf(why, "%sGPU %lld", why->len ? "; " : "", (long long)json_integer_value(json_object_get(g, "index")));
+			json_array_foreach(held, k, x) {
+				if (k == 0)
+					sb_addf(why, " held by ");
+				sb_pid(why, doc, json_integer_value(x), k == 0);
+			}
+			if (!json_array_size(held)) {
+				json_t *after = json_object_get(g, "memory_after_mib");
+
+				if (json_is_integer(after))
+					sb_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
+			}
+		}
+		json_array_foreach(json_object_get(doc, "respawns"), i, x) {
+			const char *by = json_string_value(json_object_get(x, "by"));
+
+			sb_addf(why, "%s%lld respawned", why->len ? "; " : "",
+				(long long)json_integer_value(json_object_get(x, "pid")));
+			if (by) {
+				char *safe = gs_sanitize(by, strlen(by), 64);
+
+				if (safe)
+					sb_addf(why, " by %s", safe);
+				free(safe);
+			}
+		}
+		return GS_HV_NOT_CLEAN;
+	}
+	/* refused, driver-failure, unverified: the host's own one-liner says why */
+	{
+		const char *sum = json_string_value(json_object_get(doc, "summary"));
+
+		if (sum) {
+			char *safe;
+
+			if (!strncmp(sum, "gpuslate: ", 10))
+				sum += 10;
+			safe = gs_sanitize(sum, strlen(sum), GS_LINE_BYTES);
+			if (safe)
+				sb_addf(why, "%s", safe);
+			free(safe);
+		}
+	}
+	return GS_HV_NOT_CLEAN;
+}
+
+static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs_merge_opts *m)
+{
+	const char *cmd = json_string_value(json_object_get(doc, "command"));
+	const char *verdict;
+	struct sbuf why = { 0 };
+	char mem[48], vword[32];
+	bool known;
+	long long mib;
+	size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
+
+	if (!cmd || !m->command || strcmp(cmd, m->command)) {
+		r->failure = GS_HF_BAD_OUTPUT;
+		r->error = xasprintf("bad output: a '%.20s' document where '%s' was asked for", cmd ? cmd : "?",
+				     m->command ? m->command : "?");
+		return r->error ? 0 : -ENOMEM;
+	}
+	if (!strcmp(cmd, "status")) {
+		r->verdict = judge_status(doc, r->exit_code, m->tolerance_mib, &why);
+		sum_mib(json_object_get(doc, "gpus"), "memory_used_mib", NULL, &known, &mib);
+		verdict = r->exit_code == 3 ? "driver failure" : NULL;
+	} else {
+		r->verdict = judge_reclaim(doc, &why);
+		sum_mib(json_object_get(doc, "gpus"), "memory_after_mib", "memory_before_mib", &known, &mib);
+		verdict = json_string_value(json_object_get(doc, "verdict"));
+	}
+	if (r->verdict == GS_HV_FAILED) {
+		free(why.p);
+		r->failure = GS_HF_BAD_OUTPUT;
+		r->error = strdup("bad output: a document without a verdict");
+		return r->error ? 0 : -ENOMEM;
+	}
+	if (!verdict)
+		verdict = verdict_str(r->verdict);
+	snprintf(vword, sizeof(vword), "%s", verdict);
+	for (char *p = vword; *p; p++)
+		if (*p == '-')
+			*p = ' ';
+	if (known)
+		snprintf(mem, sizeof(mem), "%lld MiB", mib);
+	else
+		snprintf(mem, sizeof(mem), "memory unknown");
+	{
+		char *safe = why.p ? gs_sanitize(why.p, why.len, 4 * GS_LINE_BYTES) : NULL;
+
+		r->line = xasprintf("%s, %zu GPU%s, %s%s%s", vword, ngpus, ngpus == 1 ? "" : "s", mem,
+				    safe && *safe ? ": " : "", safe && *safe ? safe : "");
+		free(safe);
+	}
+	free(why.p);
+	return r->line ? 0 : -ENOMEM;
+}
+
+static int classify_failure(struct gs_host_result *r, const struct gs_run_output *o, const struct gs_merge_opts *m)
+{
+	char *line = last_line(o->err ? o->err : "", o->err_len);
+	const char *e = o->err;
+	int code = o->exit_code;
+
+	if (!line)
+		return -ENOMEM;
+	if (code == 255 && (has(e, "Permission denied") || has(e, "Host key verification failed") ||
+			    has(e, "Too many authentication failures") || has(e, "No more authentication methods") ||
+			    has(e, "REMOTE HOST IDENTIFICATION HAS CHANGED"))) {
+		r->failure = GS_HF_AUTH;
+		r->error = xasprintf("authentication refused: %s", line);
+	} else if (code == 255 && (has(e, "Connection refused") || has(e, "No route to host") || has(e, "timed out") ||
+				   has(e, "Could not resolve") || has(e, "Name or service not known") ||
+				   has(e, "Network is unreachable") || has(e, "Connection closed") ||
+				   has(e, "Connection reset") || has(e, "kex_exchange_identification"))) {
+		r->failure = GS_HF_UNREACHABLE;
+		r->error = xasprintf("unreachable: %s", line);
+	} else if (code == 2 && has(e, "unknown option '--remote'")) {
+		r->failure = GS_HF_TOO_OLD;
+		r->error = strdup("gpuslate on the host is too old (no --remote mode): install this version there");
+	} else if (code == 127 || (o->out_len == 0 && (has(e, "not found") || has(e, "No such file or directory")))) {
+		r->failure = GS_HF_MISSING;
+		r->error = xasprintf("gpuslate missing on the host: %s", *line ? line : "command not found");
+	} else if (code == 255 && o->out_len == 0) {
+		r->failure = GS_HF_UNREACHABLE;
+		r->error = xasprintf("unreachable: %s", *line ? line : "ssh failed (exit 255)");
+	} else if (o->out_len == 0) {
+		r->failure = GS_HF_REMOTE_ERROR;
+		r->error = xasprintf("gpuslate failed (exit %d)%s%s", code, *line ? ": " : "", line);
+	} else {
+		char *first = gs_sanitize(o->out, o->out_len, GS_QUOTE_BYTES);
+
+		r->failure = GS_HF_BAD_OUTPUT;
+		r->error = first ? xasprintf("bad output (exit %d, %zu bytes%s), starting \"%s\"", code, o->out_len,
+					     o->out_truncated ? ", cut" : "", first)
+				 : NULL;
+		free(first);
+	}
+	(void)m;
+	free(line);
+	return r->error ? 0 : -ENOMEM;
+}
+
+int gs_host_result_make(struct gs_host_result *r, const char *host, const struct gs_run_output *o,
+			const struct gs_merge_opts *m)
+{
+	json_t *doc, *sv;
+	json_error_t jerr;
+
+	memset(r, 0, sizeof(*r));
+	r->host = host;
+	r->exit_code = o->exit_code;
+	r->elapsed_ms = o->elapsed_ms;
+	r->verdict = GS_HV_FAILED;
+	if (o->err_len) {
+		r->stderr_text = gs_sanitize(o->err, o->err_len, GS_STDERR_BYTES);
+		if (!r->stderr_text)
+			return -ENOMEM;
+	}
+	switch (o->state) {
+	case GS_RUN_NOT_STARTED:
+		r->failure = GS_HF_NOT_STARTED;
+		r->error = strdup("not started: interrupted");
+		return r->error ? 0 : -ENOMEM;
+	case GS_RUN_SPAWN_FAILED:
+		r->failure = GS_HF_LOCAL_ERROR;
+		r->error = xasprintf("cannot run the transport command: %s", strerror(o->spawn_errno));
+		return r->error ? 0 : -ENOMEM;
+	case GS_RUN_TIMED_OUT:
+		r->failure = GS_HF_TIMED_OUT;
+		r->error = xasprintf("timed out after %.1f s; the remote command was ended", m->deadline_ms / 1000.0);
+		return r->error ? 0 : -ENOMEM;
+	case GS_RUN_INTERRUPTED:
+		r->failure = GS_HF_INTERRUPTED;
+		r->error = strdup("interrupted; the remote command was ended");
+		return r->error ? 0 : -ENOMEM;
+	case GS_RUN_EXITED:
+		break;
+	}
+
+	doc = o->out_len && !o->out_truncated ? json_loadb(o->out, o->out_len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return classify_failure(r, o, m);
+	}
+	sv = json_object_get(doc, "schema_version");
+	if (!json_is_integer(sv)) {
+		json_decref(doc);
+		return classify_failure(r, o, m);
+	}
+	if (json_integer_value(sv) != GS_FLEET_SCHEMA_VERSION) {
+		r->failure = GS_HF_SCHEMA;
+		r->error = xasprintf("gpuslate on %s speaks schema %lld; this gpuslate understands %d", host,
+				     (long long)json_integer_value(sv), GS_FLEET_SCHEMA_VERSION);
+		json_decref(doc);
+		return r->error ? 0 : -ENOMEM;
+	}
+	r->report = doc;
+	{
+		int ret = judge_document(r, doc, m);
+
+		if (r->failure) {
+			json_decref(r->report);
+			r->report = NULL;
+		}
+		return ret;
+	}
+}
+
+void gs_host_result_free(struct gs_host_result *r)
+{
+	free(r->error);
+	free(r->line);
+	free(r->stderr_text);
+	json_decref(r->report);
+	r->error = r->line = r->stderr_text = NULL;
+	r->report = NULL;
+}
+
+void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_fleet_summary *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->hosts = n;
+	for (size_t i = 0; i < n; i++) {
+		switch (r[i].verdict) {
+		case GS_HV_CLEAN: ret->clean++; break;
+		case GS_HV_NOT_CLEAN: ret->not_clean++; break;
+		case GS_HV_DRY_RUN: ret->dry_run++; break;
+		case GS_HV_FAILED: ret->failed++; break;
+		}
+	}
+}
+
+int gs_fleet_exit_status(const struct gs_fleet_summary *s)
+{
+	if (s->failed)
+		return 4;
+	if (s->not_clean)
+		return 1;
+	return 0;
+}
+
+int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret)
+{
+	struct gs_fleet_summary sum;
+	char *text = NULL, **names = NULL;
+	size_t tlen = 0;
+	bool *shown = calloc(n ? n : 1, sizeof(*shown));
+	FILE *f;
+	int rc = 0;
+
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!shown || !names) {
+		free(shown);
+		free(names);
+		return -ENOMEM;
+	}
+	f = open_memstream(&text, &tlen);
+	if (!f) {
+		free(shown);
+		free(names);
+		return -ENOMEM;
+	}
+	/* Results, identical lines folded into one host range, in the order
+	 * of each group's first host. */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		char *folded = NULL;
+
+		if (shown[i] || r[i].verdict == GS_HV_FAILED)
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!shown[j] && r[j].verdict == r[i].verdict && r[j].line && r[i].line &&
+			    !strcmp(r[j].line, r[i].line)) {
+				shown[j] = true;
+				names[k++] = (char *)r[j].host;
+			}
+		if (gs_hostlist_fold(names, k, &folded) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		fprintf(f, "%s: %s\n", folded, r[i].line);
+		free(folded);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (r[i].verdict == GS_HV_FAILED)
+			fprintf(f, "%s: %s\n", r[i].host, r[i].error ? r[i].error : "failed");
+	gs_fleet_summarize(r, n, &sum);
+	fprintf(f, "%zu host%s: %zu clean, %zu not clean, %zu failed", sum.hosts, sum.hosts == 1 ? "" : "s", sum.clean,
+		sum.not_clean, sum.failed);
+	if (sum.dry_run)
+		fprintf(f, ", %zu dry run", sum.dry_run);
+	if (interrupted)
+		fprintf(f, " (interrupted)");
+	fputc('\n', f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -ENOMEM;
+	free(shown);
+	free(names);
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*ret = text;
+	return 0;
+}
+
+json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *command, bool interrupted)
+{
+	json_t *j = json_object(), *hosts = json_array(), *sj = json_object();
+	struct gs_fleet_summary sum;
+
+	json_object_set_new(j, "schema_version", json_integer(GS_FLEET_SCHEMA_VERSION));
+	json_object_set_new(j, "tool", json_string("gpuslate"));
+	json_object_set_new(j, "version", json_string(GS_VERSION));
+	json_object_set_new(j, "command", json_string(command));
+	json_object_set_new(j, "interrupted", json_boolean(interrupted));
+	for (size_t i = 0; i < n; i++) {
+		json_t *h = json_object();
+		const char *fs = gs_host_failure_str(r[i].failure);
+
+		json_object_set_new(h, "host", json_string(r[i].host));
+		json_object_set_new(h, "ok", json_boolean(r[i].verdict != GS_HV_FAILED));
+		json_object_set_new(h, "verdict", json_string(verdict_str(r[i].verdict)));
+		json_object_set_new(h, "failure", fs ? json_string(fs) : json_null());
+		json_object_set_new(h, "error", r[i].error ? json_string(r[i].error) : json_null());
+		json_object_set_new(h, "summary", r[i].line ? json_string(r[i].line) : json_null());
+		json_object_set_new(h, "exit_status", r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
+		json_object_set_new(h, "elapsed_s", json_real(r[i].elapsed_ms / 1000.0));
+		json_object_set_new(h, "stderr", r[i].stderr_text ? json_string(r[i].stderr_text) : json_null());
+		json_object_set(h, "report", r[i].report ? r[i].report : json_null());
+		json_array_append_new(hosts, h);
+	}
+	json_object_set_new(j, "hosts", hosts);
+	gs_fleet_summarize(r, n, &sum);
+	json_object_set_new(sj, "hosts", json_integer((json_int_t)sum.hosts));
+	json_object_set_new(sj, "clean", json_integer((json_int_t)sum.clean));
+	json_object_set_new(sj, "not_clean", json_integer((json_int_t)sum.not_clean));
+	json_object_set_new(sj, "dry_run", json_integer((json_int_t)sum.dry_run));
+	json_object_set_new(sj, "failed", json_integer((json_int_t)sum.failed));
+	json_object_set_new(j, "summary", sj);
+	json_object_set_new(j, "exit_status", json_integer(gs_fleet_exit_status(&sum)));
+	return j;
+}

@@ -1,0 +1,92 @@
+/* From what each host's command left behind (exit status, stdout, stderr)
+ * to one verdict per host, and from those to one report: the human text,
+ * with identical results folded into host ranges the way `dshbak -c` does,
+ * and one JSON document (docs/fleet.md).
+ *
+ * Library code: returns 0 or -errno, never prints (the text is returned as
+ * a string for the CLI to write). */
+#ifndef GS_MERGE_H
+#define GS_MERGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet/runner.h"
+
+/* The schema of the host documents this build understands. */
+#define GS_FLEET_SCHEMA_VERSION 1
+
+enum gs_host_failure {
+	GS_HF_NONE = 0,
+	GS_HF_UNREACHABLE,   /* no connection: refused, no route, connect timeout, unknown name */
+	GS_HF_AUTH,          /* connected, but the login was refused */
+	GS_HF_MISSING,       /* no gpuslate (or remote command) on the host */
+	GS_HF_TOO_OLD,       /* a gpuslate without --remote */
+	GS_HF_SCHEMA,        /* a gpuslate that speaks another schema_version */
+	GS_HF_BAD_OUTPUT,    /* output that is not a gpuslate document */
+	GS_HF_REMOTE_ERROR,  /* gpuslate ran and failed without a document */
+	GS_HF_TIMED_OUT,     /* past the command deadline; ended */
+	GS_HF_INTERRUPTED,   /* ended by Ctrl-C */
+	GS_HF_NOT_STARTED,   /* never started (Ctrl-C) */
+	GS_HF_LOCAL_ERROR,   /* the local command could not run (ssh missing, ...) */
+};
+
+enum gs_host_verdict {
+	GS_HV_FAILED = 0,
+	GS_HV_CLEAN,
+	GS_HV_NOT_CLEAN,
+	GS_HV_DRY_RUN,       /* reclaim --dry-run: nothing changed, nothing judged */
+};
+
+struct gs_host_result {
+	const char *host;             /* borrowed: the name as listed */
+	enum gs_host_failure failure;
+	enum gs_host_verdict verdict;
+	char *error;                  /* one line for a failure; NULL when none */
+	char *line;                   /* "clean, 8 GPUs, 0 MiB" ...; NULL for failures */
+	json_t *report;               /* the host's own document (a reference); NULL for failures */
+	char *stderr_text;            /* the remote side's stderr, sanitized; NULL if empty */
+	int exit_code;
+	uint64_t elapsed_ms;
+};
+
+struct gs_merge_opts {
+	const char *command;          /* "status", "reclaim", "wait" */
+	uint64_t deadline_ms;         /* for the "timed out after" message */
+	uint64_t tolerance_mib;       /* status: memory above what protected holders account for */
+};
+
+/* Judge one host from its run. Fills r (free with gs_host_result_free). */
+int gs_host_result_make(struct gs_host_result *r, const char *host, const struct gs_run_output *o,
+			const struct gs_merge_opts *m);
+void gs_host_result_free(struct gs_host_result *r);
+
+/* "unreachable", "authentication", "missing", "too-old", "schema",
+ * "bad-output", "remote-error", "timed-out", "interrupted", "not-started",
+ * "local-error"; NULL for GS_HF_NONE. */
+const char *gs_host_failure_str(enum gs_host_failure f);
+
+struct gs_fleet_summary {
+	size_t hosts, clean, not_clean, dry_run, failed;
+};
+void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_fleet_summary *ret);
+
+/* 0 when every host is clean (or a dry run), 4 when any host failed,
+ * 1 when every host answered and some are not clean. */
+int gs_fleet_exit_status(const struct gs_fleet_summary *s);
+
+/* The human report: folded results, then failures per host, then a summary
+ * line. *ret is malloc'd. */
+int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret);
+/* The JSON report: {schema_version, tool, version, command, interrupted,
+ * hosts: [{host, ok, verdict, failure, error, exit_status, elapsed_s,
+ * stderr, report}], summary}. New reference. */
+json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *command, bool interrupted);
+
+/* Copy at most max bytes of s (len bytes) into a printable one-line string:
+ * control bytes and non-ASCII become \xNN; "..." marks a cut. malloc'd. */
+char *gs_sanitize(const char *s, size_t len, size_t max);
+
+#endif

@@ -1,0 +1,421 @@
+#!/usr/bin/env bats
+# Packaging and shell integration: the man page documents every option the
+# binary accepts, completion scripts load and complete, `make install` and
+# `make uninstall` handle exactly the listed files, the release binary needs
+# only glibc, the Debian package builds and runs, and the live progress
+# display and the verdict colour work on a (pseudo-)terminal.
+#
+# Run by `make test-e2e` (GPUSLATE_BIN: the binary under test, GPUSLATE_BUILD:
+# the build directory). The Debian package test runs when dpkg-buildpackage
+# and debhelper are installed; GPUSLATE_TEST_DEB=1 makes it mandatory (CI),
+# GPUSLATE_TEST_DEB=0 skips it.
+
+setup_file() {
+	export ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+	export BUILD="${GPUSLATE_BUILD:-$ROOT/build}"
+	export BIN="${GPUSLATE_BIN:-$BUILD/gpuslate}"
+	export VERSION="$(cat "$ROOT/VERSION")"
+	# Nested make: not part of the outer make's jobserver.
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man >/dev/null
+}
+
+setup() {
+	TMP="$(mktemp -d "${BATS_TMPDIR:-/tmp}/gs-pkg.XXXXXX")"
+	HOLDER_PID=
+}
+
+teardown() {
+	if [ -n "$HOLDER_PID" ] && kill -0 "$HOLDER_PID" 2>/dev/null; then
+		kill -KILL "$HOLDER_PID" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+
+submake() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" "$@"
+}
+
+# Long options of the long_opts table in src/cli/main.c.
+table_long_opts() {
+	sed -n '/long_opts\[\] = {/,/^};/p' "$ROOT/src/cli/main.c" |
+		grep -o '{ "[a-z0-9-]*"' | cut -d'"' -f2 | sort -u
+}
+
+# Short options of the getopt_long string in src/cli/main.c.
+table_short_opts() {
+	grep -o 'getopt_long(argc, argv, "[^"]*"' "$ROOT/src/cli/main.c" |
+		sed 's/.*"\(.*\)"/\1/; s/[:]//g' | fold -w1 | sort -u
+}
+
+# Options with an entry of their own (a heading) in the man page's OPTIONS.
+man_option_entries() {
+	awk '/^\.SH /{ on = ($0 ~ /^\.SH "?OPTIONS"?$/) } on && $0 == ".RS 4" { print prev } { prev = $0 }' \
+		"$BUILD/gpuslate.1" | grep -o '\\fB-[-a-zA-Z0-9]*\\fR' | sed 's/\\fB//; s/\\fR//' | sort -u
+}
+
+# ---------------------------------------------------------------- man page
+
+@test "man page: builds with scdoc and renders" {
+	[ -s "$BUILD/gpuslate.1" ]
+	grep -q '^\.TH "gpuslate" "1" .*"gpuslate '"$VERSION"'"' "$BUILD/gpuslate.1"
+	for s in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS '"EXIT STATUS"' ENVIRONMENT FILES EXAMPLES '"SEE ALSO"'; do
+		grep -q "^\.SH $s\$" "$BUILD/gpuslate.1" || { echo "missing section $s"; return 1; }
+	done
+	if command -v groff >/dev/null; then
+		run groff -man -Tutf8 -ww -z "$BUILD/gpuslate.1"
+		[ "$status" -eq 0 ]
+		[ -z "$output" ] || { echo "groff warnings: $output"; return 1; }
+	fi
+}
+
+@test "man page: an entry for every long option in main.c's table and nothing else" {
+	table_long_opts | sed 's/^/--/' >"$TMP/table"
+	man_option_entries | grep '^--' >"$TMP/man"
+	[ "$(wc -l <"$TMP/table")" -ge 30 ]
+	run diff "$TMP/table" "$TMP/man"
+	[ "$status" -eq 0 ] || { echo "< in main.c only, > in the man page only:"; echo "$output"; return 1; }
+}
+
+@test "man page: an entry for every short option" {
+	man_option_entries >"$TMP/man"
+	for c in $(table_short_opts); do
+		grep -qx -- "-$c" "$TMP/man" || { echo "short option -$c not documented"; return 1; }
+	done
+}
+
+@test "man page: documents every option gpuslate --help lists" {
+	run "$BIN" --help
+	[ "$status" -eq 0 ]
+	grep -o -- '--[a-z][a-z0-9-]*' <<<"$output" | sort -u >"$TMP/help"
+	man_option_entries >"$TMP/man"
+	[ "$(wc -l <"$TMP/help")" -ge 25 ]
+	while read -r o; do
+		grep -qx -- "$o" "$TMP/man" || { echo "$o is in --help but not in the man page"; return 1; }
+		table_long_opts | grep -qx -- "${o#--}" || { echo "$o is in --help but not accepted"; return 1; }
+	done <"$TMP/help"
+}
+
+@test "man page: commands, exit statuses and environment variables" {
+	text="$(sed 's/\\f[BIRP]//g; s/\\-/-/g; s/\\&//g' "$BUILD/gpuslate.1")"
+	for c in status reclaim wait; do
+		grep -q "^$c\$" <<<"$text" || { echo "command $c has no entry"; return 1; }
+	done
+	for n in 0 1 2 3 4 5; do
+		sed -n '/^\.SH "EXIT STATUS"/,/^\.SH /p' "$BUILD/gpuslate.1" | grep -qx "\\\\fB$n\\\\fR" ||
+			{ echo "exit status $n missing"; return 1; }
+	done
+	# Every variable the sources read, plus NO_COLOR.
+	vars="$(grep -rhoE 'getenv\("[A-Z_]+"\)' "$ROOT/src" | cut -d'"' -f2 | sort -u) NO_COLOR"
+	for v in $vars; do
+		grep -q "$v" <<<"$text" || { echo "environment variable $v not documented"; return 1; }
+	done
+	for f in /run/gpuslate.lock /etc/gpuslate/hosts '~/.config/gpuslate/hosts' syslog; do
+		grep -qF -- "$f" <<<"$text" || { echo "file $f not documented"; return 1; }
+	done
+	# The seed's situation, and what replaces it.
+	grep -qF 'pct exec 129' <<<"$text"
+	grep -qF 'gpuslate -w gpu1,pve1 reclaim -y' <<<"$text"
+}
+
+@test "--version and --help agree with VERSION and the man page" {
+	run "$BIN" --version
+	[ "$status" -eq 0 ]
+	[ "$output" = "gpuslate $VERSION" ]
+	run "$BIN" --help
+	[ "$status" -eq 0 ]
+	[[ $output == Usage:* ]]
+	[[ $output == *"See gpuslate(1)."* ]]
+	run "$BIN" help
+	[ "$status" -eq 0 ]
+	[[ $output == Usage:* ]]
+}
+
+# ---------------------------------------------------------------- completion
+
+# Run the bash completion for the words given (the last one is completed) and
+# print the candidates, one per line.
+bash_complete() {
+	bash -c '
+		source "$1/completions/gpuslate.bash"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_gpuslate 2>/dev/null
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$ROOT" "$@"
+}
+
+@test "bash completion: loads and registers for gpuslate" {
+	run bash -c "source '$ROOT/completions/gpuslate.bash'; complete -p gpuslate"
+	[ "$status" -eq 0 ]
+	[ "$output" = "complete -F _gpuslate gpuslate" ]
+}
+
+@test "bash completion: commands, and options per command" {
+	run bash_complete gpuslate ""
+	[ "$output" = $'status\nreclaim\nwait\nhelp' ]
+	run bash_complete gpuslate rec
+	[ "$output" = "reclaim" ]
+	run bash_complete gpuslate -q --timeout 5 ""
+	[ "$output" = $'status\nreclaim\nwait\nhelp' ]
+	run bash_complete gpuslate reclaim --dr
+	[ "$output" = "--dry-run" ]
+	# Options only where the command takes them.
+	run bash_complete gpuslate status --y
+	[ -z "$output" ]
+	run bash_complete gpuslate wait --no-u
+	[ -z "$output" ]
+	run bash_complete gpuslate --unit foo reclaim --no-u
+	[ "$output" = "--no-units" ]
+	run bash_complete gpuslate status --format ""
+	[[ $output == *prometheus* && $output == *csv,noheader* ]]
+	run bash_complete gpuslate status --format = pro
+	[ "$output" = "prometheus" ]
+	run bash_complete gpuslate status --query-gpu = index,memory.u
+	[ "$output" = "index,memory.used" ]
+	run bash_complete gpuslate reclaim --include nvidia-p
+	[ "$output" = "nvidia-persistenced" ]
+}
+
+@test "bash completion: every long option is offered for some command" {
+	for c in status reclaim wait; do
+		bash_complete gpuslate "$c" --
+	done | sed 's/=$//' | sort -u >"$TMP/offered"
+	table_long_opts | sed 's/^/--/' >"$TMP/table"
+	run comm -23 "$TMP/table" "$TMP/offered"
+	[ -z "$output" ] || { echo "not offered: $output"; return 1; }
+}
+
+@test "bash completion: -g completes GPU indices from gpuslate status" {
+	sh "$ROOT/tests/fakes/mkhost.sh" "$TMP/host" 3
+	export FAKE_NVML_STATE="$TMP/host/nvml" GPUSLATE_NVML_LIB="$BUILD/fakes/libnvidia-ml.so.1"
+	export GPUSLATE_DEV_ROOT="$TMP/host/dev"
+	mkdir -p "$TMP/bin" && ln -s "$BIN" "$TMP/bin/gpuslate"
+	run bash_complete "$TMP/bin/gpuslate" reclaim -g ""
+	[ "$output" = $'0\n1\n2' ]
+	run bash_complete "$TMP/bin/gpuslate" reclaim -g 0,
+	[ "$output" = $'0,0\n0,1\n0,2' ]
+	# Not for remote hosts: their GPUs are not ours to list.
+	run bash_complete "$TMP/bin/gpuslate" -w gpu1 reclaim -g ""
+	[ -z "$output" ]
+}
+
+@test "zsh completion: parses and covers every long option" {
+	if command -v zsh >/dev/null; then
+		zsh -n "$ROOT/completions/_gpuslate"
+	fi
+	head -1 "$ROOT/completions/_gpuslate" | grep -qx '#compdef gpuslate'
+	for o in $(table_long_opts); do
+		grep -qE -- "--$o[=+]?[\\[']" "$ROOT/completions/_gpuslate" ||
+			{ echo "--$o missing from _gpuslate"; return 1; }
+	done
+}
+
+# ---------------------------------------------------------------- install
+
+expected_files() {
+	local p=$1
+	{
+		echo "$p/bin/gpuslate"
+		echo "$p/share/man/man1/gpuslate.1"
+		echo "$p/share/bash-completion/completions/gpuslate"
+		echo "$p/share/zsh/site-functions/_gpuslate"
+		echo "$p/share/doc/gpuslate/examples/hosts"
+		echo "$p/share/doc/gpuslate/examples/systemd-gpuslate.conf"
+		[ ! -f "$ROOT/tools/gpuslate-slurm-epilog" ] || echo "$p/libexec/gpuslate/gpuslate-slurm-epilog"
+	} | sort
+}
+
+@test "make install DESTDIR PREFIX=/usr installs exactly the listed files; uninstall removes them" {
+	submake install DESTDIR="$TMP/root" PREFIX=/usr >/dev/null
+	(cd "$TMP/root" && find . ! -type d | sed 's/^\.//' | sort) >"$TMP/got"
+	expected_files /usr >"$TMP/want"
+	run diff "$TMP/want" "$TMP/got"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[ -x "$TMP/root/usr/bin/gpuslate" ]
+	[ "$(stat -c %a "$TMP/root/usr/bin/gpuslate")" = 755 ]
+	[ "$(stat -c %a "$TMP/root/usr/share/man/man1/gpuslate.1")" = 644 ]
+	cmp "$BUILD/gpuslate" "$TMP/root/usr/bin/gpuslate"
+	run "$TMP/root/usr/bin/gpuslate" --version
+	[ "$output" = "gpuslate $VERSION" ]
+
+	submake uninstall DESTDIR="$TMP/root" PREFIX=/usr >/dev/null
+	run find "$TMP/root" ! -type d
+	[ -z "$output" ] || { echo "left behind: $output"; return 1; }
+	[ ! -e "$TMP/root/usr/share/doc/gpuslate" ]
+	[ ! -e "$TMP/root/usr/libexec/gpuslate" ]
+}
+
+@test "make install: PREFIX defaults to /usr/local" {
+	submake install DESTDIR="$TMP/root" >/dev/null
+	(cd "$TMP/root" && find . ! -type d | sed 's/^\.//' | sort) >"$TMP/got"
+	expected_files /usr/local >"$TMP/want"
+	run diff "$TMP/want" "$TMP/got"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	submake uninstall DESTDIR="$TMP/root" >/dev/null
+	run find "$TMP/root" ! -type d
+	[ -z "$output" ]
+}
+
+# ---------------------------------------------------------------- runtime deps
+
+@test "release binary depends on glibc only (ldd)" {
+	[ -x "$BUILD/gpuslate" ]
+	run ldd "$BUILD/gpuslate"
+	[ "$status" -eq 0 ]
+	echo "$output"
+	while read -r lib _; do
+		case $lib in
+		linux-vdso.so.* | linux-gate.so.* | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | \
+			/lib*/ld-linux*.so.* | ld-linux*.so.*) ;;
+		*) echo "unexpected run-time dependency: $lib"; return 1 ;;
+		esac
+	done <<<"$output"
+	! grep -q jansson <<<"$output"
+}
+
+# ---------------------------------------------------------------- Debian
+
+@test "debian: changelog version matches VERSION" {
+	v="$(sed -n '1s/^gpuslate (\([^)]*\)).*/\1/p' "$ROOT/debian/changelog")"
+	[ "$v" = "$VERSION" ]
+	grep -qx '3.0 (native)' "$ROOT/debian/source/format"
+	[ -x "$ROOT/debian/rules" ]
+}
+
+@test "debian: the package builds, depends on libc6 only, and gpuslate --version runs from it" {
+	if [ "${GPUSLATE_TEST_DEB-}" = 0 ]; then
+		skip "GPUSLATE_TEST_DEB=0"
+	fi
+	if ! command -v dpkg-buildpackage >/dev/null || ! command -v dh >/dev/null; then
+		[ "${GPUSLATE_TEST_DEB-}" != 1 ] || { echo "dpkg-buildpackage or debhelper missing"; return 1; }
+		skip "dpkg-buildpackage or debhelper not installed"
+	fi
+	run submake deb DEBDIR="$TMP/deb"
+	[ "$status" -eq 0 ] || { echo "$output" | tail -40; return 1; }
+	deb="$TMP/deb/gpuslate_${VERSION}_$(dpkg --print-architecture).deb"
+	[ -f "$deb" ]
+	dep="$(dpkg-deb -f "$deb" Depends)"
+	echo "Depends: $dep"
+	[[ $dep =~ ^libc6(\ \([^\)]*\))?$ ]]
+	dpkg-deb -c "$deb" >"$TMP/contents"
+	for f in usr/bin/gpuslate usr/share/man/man1/gpuslate.1.gz usr/share/bash-completion/completions/gpuslate \
+		usr/share/zsh/site-functions/_gpuslate usr/share/doc/gpuslate/examples/hosts usr/share/doc/gpuslate/copyright; do
+		grep -q " \./$f\$" "$TMP/contents" || { echo "$f not in the package"; return 1; }
+	done
+	dpkg -x "$deb" "$TMP/scratch"
+	run "$TMP/scratch/usr/bin/gpuslate" --version
+	[ "$status" -eq 0 ]
+	[ "$output" = "gpuslate $VERSION" ]
+	run "$TMP/scratch/usr/bin/gpuslate" --help
+	[ "$status" -eq 0 ]
+}
+
+# ---------------------------------------------------------------- terminal
+
+# A simulated host with one holder of 3000 MiB on GPU 0 whose context takes
+# RELEASE_MS to tear down after it exits (pinned host memory).
+start_slow_holder() {
+	sh "$ROOT/tests/fakes/mkhost.sh" "$TMP/host" 2
+	export FAKE_NVML_STATE="$TMP/host/nvml" GPUSLATE_DEV_ROOT="$TMP/host/dev"
+	export GPUSLATE_NVML_LIB="$BUILD/fakes/libnvidia-ml.so.1" GPUSLATE_LOCK_FILE="$TMP/lock"
+	rm -f "$TMP/ready"
+	"$BUILD/fakes/gs-holder" --gpu 0 --mib 3000 --release-ms "${RELEASE_MS:-2000}" \
+		--ready-file "$TMP/ready" >"$TMP/holder.log" 2>&1 3>&- &
+	HOLDER_PID=$!
+	for _ in $(seq 100); do
+		[ -s "$TMP/ready" ] && return 0
+		sleep 0.05
+	done
+	echo "holder did not get ready"; cat "$TMP/holder.log"
+	return 1
+}
+
+# Run a command line on a pseudo-terminal (stdout and stderr both the pty);
+# the raw bytes it wrote land in $TMP/typescript.
+on_pty() {
+	TERM=xterm script -qfec "$1" "$TMP/typescript" </dev/null >/dev/null
+}
+
+@test "progress: on a terminal, the waiting line shows per GPU the MiB still held" {
+	command -v script >/dev/null || skip "script (util-linux) not installed"
+	start_slow_holder
+	run on_pty "'$BIN' reclaim -y --no-units -g 0 --timeout 20"
+	[ "$status" -eq 0 ] || { cat -v "$TMP/typescript"; return 1; }
+	grep -aqE $'\r\033\\[Kwaiting [0-9]+\\.[0-9] s: GPU 0 3000 MiB held' "$TMP/typescript" ||
+		{ cat -v "$TMP/typescript"; return 1; }
+	# More than one update, and the line is cleared before the report.
+	[ "$(grep -ao 'waiting [0-9.]* s:' "$TMP/typescript" | sort -u | wc -l)" -ge 2 ]
+	grep -aq 'Verdict: ' "$TMP/typescript"
+	run bash -c "grep -a 'Verdict' '$TMP/typescript' | grep -c waiting"
+	[ "$output" = 0 ]
+}
+
+@test "progress: the screen shows the waiting line while memory is held (tmux)" {
+	command -v tmux >/dev/null || skip "tmux not installed"
+	RELEASE_MS=4000 start_slow_holder
+	sock="$TMP/tmux.sock"
+	tmux -S "$sock" new-session -d -x 160 -y 20 \
+		"env TERM=xterm FAKE_NVML_STATE='$FAKE_NVML_STATE' GPUSLATE_DEV_ROOT='$GPUSLATE_DEV_ROOT' \
+		GPUSLATE_NVML_LIB='$GPUSLATE_NVML_LIB' GPUSLATE_LOCK_FILE='$GPUSLATE_LOCK_FILE' \
+		'$BIN' reclaim -y --no-units -g 0 --timeout 20; echo EXIT=\$?; sleep 30"
+	seen=
+	for _ in $(seq 200); do
+		screen="$(tmux -S "$sock" capture-pane -p 2>/dev/null)"
+		if grep -qE 'waiting [0-9.]+ s: GPU 0 3000 MiB held' <<<"$screen"; then
+			seen=1
+			break
+		fi
+		sleep 0.05
+	done
+	for _ in $(seq 200); do
+		final="$(tmux -S "$sock" capture-pane -p 2>/dev/null)"
+		grep -q 'EXIT=' <<<"$final" && break
+		sleep 0.05
+	done
+	tmux -S "$sock" kill-server 2>/dev/null || true
+	echo "$screen"
+	[ -n "$seen" ]
+	grep -q 'EXIT=0' <<<"$final"
+	grep -q 'Verdict: clean' <<<"$final"
+	# Cleared: no leftover progress on the final screen.
+	! grep -q 'MiB held' <<<"$final"
+}
+
+@test "progress: off when stderr is not a terminal, with -q and with GPUSLATE_NO_PROGRESS" {
+	command -v script >/dev/null || skip "script (util-linux) not installed"
+	start_slow_holder
+	run "$BIN" reclaim -y --no-units -g 0 --timeout 20
+	[ "$status" -eq 0 ]
+	! grep -q waiting <<<"$output"
+	! grep -q $'\033' <<<"$output"
+
+	start_slow_holder
+	on_pty "'$BIN' reclaim -y -q --no-units -g 0 --timeout 20"
+	! grep -aq 'waiting' "$TMP/typescript"
+
+	start_slow_holder
+	on_pty "GPUSLATE_NO_PROGRESS=1 '$BIN' reclaim -y --no-units -g 0 --timeout 20"
+	! grep -aq 'waiting' "$TMP/typescript"
+	grep -aq 'Verdict: ' "$TMP/typescript"
+}
+
+@test "colour: verdict coloured on a terminal only, and never with NO_COLOR" {
+	command -v script >/dev/null || skip "script (util-linux) not installed"
+	RELEASE_MS=0 start_slow_holder
+	on_pty "'$BIN' reclaim -y -q --no-units -g 0"
+	grep -aq $'Verdict: \033\\[1;32mclean\033\\[0m' "$TMP/typescript" || { cat -v "$TMP/typescript"; return 1; }
+
+	RELEASE_MS=0 start_slow_holder
+	on_pty "NO_COLOR=1 '$BIN' reclaim -y -q --no-units -g 0"
+	grep -aq 'Verdict: clean' "$TMP/typescript"
+	! grep -aq $'\033\\[' "$TMP/typescript"
+
+	# Not a terminal: plain text, and JSON is never coloured.
+	RELEASE_MS=0 start_slow_holder
+	run "$BIN" reclaim -y -q --no-units -g 0
+	[ "$status" -eq 0 ]
+	grep -q '^Verdict: clean' <<<"$output"
+	RELEASE_MS=0 start_slow_holder
+	on_pty "'$BIN' reclaim -y -q --no-units -g 0 --json"
+	grep -aq '"verdict": "clean"' "$TMP/typescript"
+	! grep -aq $'\033\\[' "$TMP/typescript"
+}

@@ -1,0 +1,265 @@
+/* Process references: a pidfd is kept only for the process whose start time
+ * was recorded; a wrong start time never leads to a signal. Children are
+ * synchronised with pipes and waitid(WNOWAIT), never with sleeps. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc/pidref.h"
+#include "util/root.h"
+#include "util/util.h"
+
+static int proc_fd = -1;
+
+struct child {
+	pid_t pid;
+	int go_fd;
+};
+
+/* Started child: waits for EOF on its go pipe, then exits 0. */
+static struct child spawn(void)
+{
+	int ready[2], go[2];
+	struct child c;
+	char b;
+
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(5);
+		while (read(go[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.go_fd = go[1];
+	return c;
+}
+
+/* Field 22 of /proc/PID/stat, parsed independently of the library. */
+static uint64_t starttime_of(pid_t pid)
+{
+	char path[64], *text = NULL, *p;
+	unsigned long long v = 0;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	assert_int_equal(gs_read_file_at(AT_FDCWD, path, 4096, &text, NULL), 0);
+	p = strrchr(text, ')');
+	assert_non_null(p);
+	p += 2;
+	for (field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		assert_non_null(p);
+		p++;
+	}
+	assert_int_equal(sscanf(p, "%llu", &v), 1);
+	free(text);
+	return v;
+}
+
+/* Block until the child has exited, leaving it a zombie (not reaped). */
+static void wait_zombie(pid_t pid)
+{
+	siginfo_t si;
+
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+}
+
+static int reap_status(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/* Ended normally: it was never signalled. */
+static void assert_not_signalled(struct child *c)
+{
+	int status;
+
+	close(c->go_fd);
+	status = reap_status(c->pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_kill_and_wait(void **state)
+{
+	struct child c = spawn();
+	struct gs_pidref ref;
+	int status;
+
+	(void)state;
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, starttime_of(c.pid)), 0);
+	assert_int_equal(ref.pid, c.pid);
+	assert_true(ref.pidfd >= 0);
+	assert_false(ref.no_pidfd);
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 0), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 20), 0);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, 0), 0);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGTERM), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 10000), 1);
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 1);
+	status = reap_status(c.pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	/* Reaped: the pidfd still says exited; a signal finds nobody. */
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 1);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -ESRCH);
+	gs_pidref_close(&ref);
+	assert_int_equal(ref.pidfd, -1);
+	/* Closed: refuses rather than signalling by bare pid. */
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -EBADF);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 0), -EBADF);
+	close(c.go_fd);
+}
+
+static void test_wrong_starttime(void **state)
+{
+	struct child c = spawn();
+	uint64_t st = starttime_of(c.pid);
+	struct gs_pidref ref;
+
+	(void)state;
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, st + 1), -ESRCH);
+	assert_int_equal(ref.pidfd, -1);
+	assert_false(ref.no_pidfd);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -EBADF);
+	gs_pidref_close(&ref);
+	/* Old-kernel path: the start time is checked again before kill(2). */
+	ref = (struct gs_pidref){ .pid = c.pid, .starttime = st + 1, .pidfd = -1, .no_pidfd = true };
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -ESRCH);
+	/* "Exited" from the reference's point of view: its process is gone. */
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 1);
+	assert_not_signalled(&c);
+}
+
+static void test_gone(void **state)
+{
+	struct child c = spawn();
+	uint64_t st = starttime_of(c.pid);
+	struct gs_pidref ref;
+
+	(void)state;
+	assert_not_signalled(&c);
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, st), -ESRCH);
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, 0, st), -EINVAL);
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, -1, st), -EINVAL);
+}
+
+static void test_zombie(void **state)
+{
+	struct child c = spawn();
+	uint64_t st = starttime_of(c.pid);
+	struct gs_pidref ref, old;
+
+	(void)state;
+	close(c.go_fd);
+	wait_zombie(c.pid);
+	/* A zombie still has its pid and start time: the reference opens,
+	 * and it counts as exited (it holds no files or memory). */
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, st), 0);
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 1);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 0), 1);
+	gs_pidref_close(&ref);
+	/* Same through /proc/PID/stat alone (no pidfd). */
+	old = (struct gs_pidref){ .pid = c.pid, .starttime = st, .pidfd = -1, .no_pidfd = true };
+	assert_int_equal(gs_pidref_exited(&old, proc_fd), 1);
+	assert_int_equal(gs_pidref_wait_exit(&old, proc_fd, 1000), 1);
+	assert_int_equal(reap_status(c.pid), 0);
+	assert_int_equal(gs_pidref_exited(&old, proc_fd), 1);
+}
+
+/* The kill(2) fallback of kernels without pidfds. */
+static void test_no_pidfd_fallback(void **state)
+{
+	struct child c = spawn();
+	struct gs_pidref ref = { .pid = c.pid, .starttime = starttime_of(c.pid), .pidfd = -1, .no_pidfd = true };
+	int status;
+
+	(void)state;
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 0), 0);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGTERM), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 10000), 1);
+	status = reap_status(c.pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	close(c.go_fd);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal to the caller (here SIGALRM, in the tool SIGINT) ends a long
+ * wait with -EINTR instead of waiting out the timeout. */
+static void test_wait_interrupted(void **state)
+{
+	struct child c = spawn();
+	struct gs_pidref ref;
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, starttime_of(c.pid)), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0); /* no SA_RESTART */
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	t0 = gs_now_ms();
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 60000), -EINTR);
+	assert_true(gs_now_ms() - t0 < 30000);
+	assert_int_equal(sigaction(SIGALRM, &old, NULL), 0);
+	gs_pidref_close(&ref);
+	assert_not_signalled(&c);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return proc_fd >= 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(proc_fd);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kill_and_wait),
+		cmocka_unit_test(test_wrong_starttime),
+		cmocka_unit_test(test_gone),
+		cmocka_unit_test(test_zombie),
+		cmocka_unit_test(test_no_pidfd_fallback),
+		cmocka_unit_test(test_wait_interrupted),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
