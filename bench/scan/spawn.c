@@ -1,5 +1,5 @@
 /* Bench helper: start N processes that each hold 8 fds; one in `every`
- * holds the fake GPU node among them. Writes the holders' pids to a file,
+ * holds the fake GPU node among them (8 = the lifeline pipe and 7 files). Writes the holders' pids to a file,
  * prints "ready" and waits; the children exit when this process dies (EOF on
  * a lifeline pipe, and PR_SET_PDEATHSIG as a second guard).
  *
@@ -32,20 +32,18 @@ static long num(const char *s)
 	return v;
 }
 
+/* Exactly FDS_PER_PROC fds stay open: the lifeline pipe and
+ * FDS_PER_PROC - 1 files (no stdin/stdout/stderr). */
 static void child(int lifeline, int ready, int holder, const char *gpu, char **other, int n_other)
 {
-	int devnull = open("/dev/null", O_RDWR);
 	char b;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(1);
-	if (devnull < 0)
-		_exit(1);
-	dup2(devnull, 0);
-	dup2(devnull, 1);
-	dup2(devnull, 2);
-	close(devnull);
-	for (int i = 0; i < FDS_PER_PROC; i++) {
+	close(0);
+	close(1);
+	close(2);
+	for (int i = 0; i < FDS_PER_PROC - 1; i++) {
 		const char *path = (holder && i == FDS_PER_PROC / 2) ? gpu : other[i % n_other];
 
 		if (open(path, O_RDONLY) < 0)

@@ -292,17 +292,6 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 			goto out;
 		}
 	}
-	if (getenv("GPUSLATE_FLEET_PRINT_ARGV")) {
-		/* For tests and debugging: the exact argv per host, one word a line. */
-		for (size_t i = 0; i < hosts.n; i++) {
-			printf("%s:", hosts.hosts[i]);
-			for (char **w = argvs[i]; *w; w++)
-				printf(" [%s]", *w);
-			putchar('\n');
-		}
-		rc = GS_EXIT_CLEAN;
-		goto out;
-	}
 	rc = confirm_reclaim(cli, &hosts);
 	if (rc)
 		goto out;
@@ -358,7 +347,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 	if (cli->json) {
 		json_t *j = gs_fleet_json(results, hosts.n, cli->cmd_name, fleet_interrupted);
 
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		fputc('\n', stdout);
 		json_decref(j);
 	} else {

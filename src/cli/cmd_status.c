@@ -17,9 +17,17 @@ void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *
 		gs_warn("%s; %s", s->gpu_warning,
 			!strcmp(s->gpu_source, "procfs") ? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
 							 : "holders from the fd scan only");
-	if (s->n_denied && !cli->quiet)
-		gs_warn("%zu of %zu processes could not be inspected (permission denied)%s", s->n_denied,
-			s->n_scanned, s->as_root ? "" : "; run as root to see every holder");
+	if (s->n_denied && !cli->quiet) {
+		char list[256];
+		size_t off = 0;
+
+		list[0] = '\0';
+		for (size_t i = 0; i < s->n_denied && i < GS_ARRAY_SIZE(s->denied) && off + 32 < sizeof(list); i++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? ", " : "", (int)s->denied[i]);
+		gs_warn("could not inspect %zu of %zu processes (permission denied): PID %s%s%s", s->n_denied,
+			s->n_scanned, list, s->n_denied > GS_ARRAY_SIZE(s->denied) ? ", ..." : "",
+			s->as_root ? "" : "; run as root to see every holder");
+	}
 }
 
 int gs_cmd_status(const struct gs_cli *cli)
@@ -33,6 +41,8 @@ int gs_cmd_status(const struct gs_cli *cli)
 	r = gs_cli_discover_open(cli, &d);
 	if (r)
 		return r;
+	/* A GPU query (the nvidia-smi compatible one) needs no holder scan. */
+	d.gpus_only = cli->query_gpu != NULL;
 	r = gs_discover_snapshot(&d, &s);
 	if (r < 0 && r != -ENODEV) {
 		gs_err("cannot read GPU state: %s", strerror(-r));

@@ -271,6 +271,8 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		r = gpu_r;
 		goto fail;
 	}
+	if (d->gpus_only)
+		return gpu_r;
 	if (gpu_r == 0) {
 		r = add_nvml_processes(d, s, &hv);
 		if (r < 0)
@@ -282,6 +284,8 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		goto fail;
 	s->n_scanned = scan.n_scanned;
 	s->n_denied = scan.n_denied;
+	for (size_t i = 0; i < scan.n_denied && i < GS_ARRAY_SIZE(s->denied); i++)
+		s->denied[i] = scan.denied[i];
 
 	/* A CUDA process often has every GPU node open (no CUDA_VISIBLE_DEVICES,
 	 * or NVML initialised): a compute holder holds the GPUs it maps or NVML

@@ -83,6 +83,7 @@ struct gs_snapshot {
 	size_t n_holders;
 	size_t n_scanned;         /* processes looked at */
 	size_t n_denied;          /* processes whose fds could not be read */
+	pid_t denied[8];          /* the first of them, for the warning */
 	bool as_root;
 };
 
@@ -102,6 +103,7 @@ struct gs_discover {
 	const char *gpu_source;
 	char gpu_warning[512];
 	pid_t self;
+	bool gpus_only;           /* snapshots skip holders (nvidia-smi style GPU queries) */
 };
 
 int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts);

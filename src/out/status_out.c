@@ -467,7 +467,19 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 			case F_COUNT: fprintf(f, "%zu", s->n_gpus); break;
 			case F_MINOR: fprintf(f, "%u", gp->minor); break;
 			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
-			case F_MEM_RESERVED: smi_mib(f, gp->mem_known && gp->mem_v2, gp->mem_reserved, &fmt); break;
+			case F_MEM_RESERVED:
+				/* nvidia-smi derives it from the floored MiB figures
+				 * (total - free - used), so 615.06 MiB shows as 616
+				 * (measured on an H200, docs/gpu-h200.md). */
+				if (gp->mem_known && gp->mem_v2) {
+					uint64_t tot = gp->mem_total / GS_MIB, used = gp->mem_used / GS_MIB;
+					uint64_t fr = (gp->mem_total - gp->mem_reserved - gp->mem_used) / GS_MIB;
+
+					smi_mib(f, true, (tot > fr + used ? tot - fr - used : 0) * GS_MIB, &fmt);
+				} else {
+					smi_mib(f, false, 0, &fmt);
+				}
+				break;
 			case F_MEM_USED: smi_mib(f, gp->mem_known, gp->mem_used, &fmt); break;
 			case F_MEM_FREE:
 				smi_mib(f, gp->mem_known, gp->mem_total - gp->mem_used - gp->mem_reserved, &fmt);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,12 +31,18 @@ struct gs_dirent64 {
  * (view), brought up to date under mu, so the hot path takes no lock. */
 struct scan_shared {
 	struct gs_devset *ds;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;    /* guards ds */
 	int proc_fd;
 	bool read_maps;
-	const pid_t *pids;
-	size_t n_pids;
-	atomic_size_t next;    /* index of the next chunk of pids to take */
+	pid_t skip_pid;
+	/* The pid queue: filled by the lister while the workers already scan. */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcond;
+	pid_t *pids;           /* capacity cap, fixed: workers index it unlocked */
+	size_t cap;
+	size_t published;      /* pids[0..published) are ready (under qmu) */
+	size_t next;           /* next pid to hand out (under qmu) */
+	bool listed;           /* the lister is done (under qmu) */
 	atomic_int error;      /* first fatal -errno; workers stop on it */
 };
 
@@ -502,86 +509,96 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 	return push_proc(w, &p);
 }
 
-/* Pids are taken in chunks: one atomic add per chunk keeps the threads off
- * each other's cache lines, small chunks keep the load even. */
+/* Pids are handed out in chunks: few queue locks, even load. */
 #define PID_CHUNK 16
+
+static void set_error(struct scan_shared *sh, int r)
+{
+	int zero = 0;
+
+	atomic_compare_exchange_strong(&sh->error, &zero, r);
+	pthread_mutex_lock(&sh->qmu);
+	pthread_cond_broadcast(&sh->qcond);
+	pthread_mutex_unlock(&sh->qmu);
+}
 
 static void *worker_main(void *arg)
 {
 	struct scan_worker *w = arg;
 	struct scan_shared *sh = w->sh;
 
-	while (atomic_load(&sh->error) == 0) {
-		size_t i = atomic_fetch_add(&sh->next, PID_CHUNK);
-		size_t end = i + PID_CHUNK < sh->n_pids ? i + PID_CHUNK : sh->n_pids;
+	for (;;) {
+		size_t i, end;
 
-		if (i >= sh->n_pids)
-			break;
+		pthread_mutex_lock(&sh->qmu);
+		while (sh->next >= sh->published && !sh->listed && atomic_load(&sh->error) == 0)
+			pthread_cond_wait(&sh->qcond, &sh->qmu);
+		i = sh->next;
+		end = i + PID_CHUNK < sh->published ? i + PID_CHUNK : sh->published;
+		sh->next = end;
+		pthread_mutex_unlock(&sh->qmu);
+		if (i >= end || atomic_load(&sh->error) != 0)
+			return NULL; /* all listed pids handed out, or failed */
 		for (; i < end; i++) {
 			int r = scan_pid(w, sh->pids[i]);
 
 			if (r < 0) {
-				int zero = 0;
-
 				w->error = r;
-				atomic_compare_exchange_strong(&sh->error, &zero, r);
+				set_error(sh, r);
 				return NULL;
 			}
 		}
 	}
-	return NULL;
 }
 
-/* All numeric entries of /proc, except skip_pid. */
-static int list_pids(int proc_fd, pid_t skip_pid, pid_t **ret, size_t *ret_n)
+/* List the numeric entries of /proc (except skip_pid) into the queue, one
+ * getdents64 batch at a time, so that the workers start on the first batch
+ * while the rest is listed. Pids beyond the queue's capacity (processes
+ * started since it was sized) are scanned here, by the lister itself. */
+static int list_pids(struct scan_worker *w)
 {
+	struct scan_shared *sh = w->sh;
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
-	pid_t *pids = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 
-	/* A fresh open file description: the root's fd offset stays untouched. */
-	fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	buf = malloc(DIRBUF_SIZE);
 	if (!buf)
 		return -ENOMEM;
+	/* A fresh open file description: the root's fd offset stays untouched. */
+	fd = openat(sh->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	for (;;) {
 		ssize_t len = getdents(fd, buf, DIRBUF_SIZE);
 
-		if (len < 0) {
-			free(pids);
+		if (len < 0)
 			return (int)len;
-		}
 		if (len == 0)
-			break;
+			return 0;
 		for (ssize_t off = 0; off < len;) {
 			struct gs_dirent64 *de = (struct gs_dirent64 *)(buf + off);
 			pid_t pid;
+			int r;
 
 			off += de->d_reclen;
 			if (!all_digits(de->d_name) || gs_parse_pid(de->d_name, &pid) < 0)
 				continue;
-			if (skip_pid > 0 && pid == skip_pid)
+			if (sh->skip_pid > 0 && pid == sh->skip_pid)
 				continue;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 1024;
-				pid_t *np = realloc(pids, ncap * sizeof(*np));
-
-				if (!np) {
-					free(pids);
-					return -ENOMEM;
-				}
-				pids = np;
-				cap = ncap;
+			if (n < sh->cap) {
+				sh->pids[n++] = pid; /* beyond published: no reader yet */
+				continue;
 			}
-			pids[n++] = pid;
+			r = scan_pid(w, pid);
+			if (r < 0)
+				return r;
 		}
+		pthread_mutex_lock(&sh->qmu);
+		sh->published = n;
+		pthread_cond_broadcast(&sh->qcond);
+		pthread_mutex_unlock(&sh->qmu);
 	}
-	*ret = pids;
-	*ret_n = n;
-	return 0;
 }
 
 static int cmp_proc(const void *a, const void *b)
@@ -604,9 +621,15 @@ static int cmp_pid(const void *a, const void *b)
 
 static unsigned n_threads_for(size_t n_pids)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long cpus;
 	size_t t;
 
+	/* The CPUs we may run on (taskset, cgroup cpusets), not all online. */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = CPU_COUNT(&set);
+	else
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cpus < 1)
 		cpus = 1;
 	t = n_pids / PIDS_PER_THREAD_MIN;
@@ -642,68 +665,14 @@ static void worker_done(struct scan_worker *w)
 	w->denied = NULL;
 }
 
-int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
-		    const struct gs_scan_opts *opts, struct gs_scan_result *ret)
+/* Concatenate the workers' results, sorted by pid. */
+static int collect(struct scan_worker *workers, unsigned n, struct gs_scan_result *ret)
 {
-	static const struct gs_scan_opts defaults = { .read_maps = true };
-	struct scan_shared sh = { .ds = ds };
-	struct scan_worker workers[THREADS_MAX];
-	_cleanup_free_ pid_t *pids = NULL;
-	struct gs_scan_proc *procs = NULL;
-	pid_t *denied = NULL;
-	size_t n_pids = 0, n_procs = 0, n_denied = 0, n_scanned = 0;
-	unsigned nt, ready = 0;
-	sigset_t all, old;
-	int r;
+	size_t n_procs = 0, n_denied = 0, n_scanned = 0;
+	struct gs_scan_proc *procs;
+	pid_t *denied;
 
-	if (!root || !ds || !ret)
-		return -EINVAL;
-	if (!opts)
-		opts = &defaults;
-	r = list_pids(root->proc_fd, opts->skip_pid, &pids, &n_pids);
-	if (r < 0)
-		return r;
-	sh.proc_fd = root->proc_fd;
-	sh.read_maps = opts->read_maps;
-	sh.pids = pids;
-	sh.n_pids = n_pids;
-	atomic_init(&sh.next, 0);
-	atomic_init(&sh.error, 0);
-	r = -pthread_mutex_init(&sh.mu, NULL);
-	if (r < 0)
-		return r;
-
-	/* /proc is walked by all CPUs at once: the per-fd lookups are kernel
-	 * work that scales across cores (the bench goal needs it on 2 cores). */
-	nt = n_threads_for(n_pids);
-	for (; ready < nt; ready++) {
-		r = worker_init(&workers[ready], &sh);
-		if (r < 0) {
-			worker_done(&workers[ready]);
-			break;
-		}
-	}
-	if (ready == 0)
-		goto out;
-	r = 0;
-	/* Workers get no signals: SIGINT and friends stay with the caller's
-	 * threads, whatever the caller set up. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (unsigned i = 1; i < ready; i++)
-		workers[i].started = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	worker_main(&workers[0]);
-	for (unsigned i = 1; i < ready; i++)
-		if (workers[i].started)
-			pthread_join(workers[i].thread, NULL);
-	/* A worker that failed to start left its share to the others: the
-	 * pid queue is drained by whoever runs. */
-	r = atomic_load(&sh.error);
-	if (r < 0)
-		goto out;
-
-	for (unsigned i = 0; i < ready; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		n_procs += workers[i].n_procs;
 		n_denied += workers[i].n_denied;
 		n_scanned += workers[i].n_scanned;
@@ -713,11 +682,10 @@ int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 	if (!procs || !denied) {
 		free(procs);
 		free(denied);
-		r = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	n_procs = n_denied = 0;
-	for (unsigned i = 0; i < ready; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		if (workers[i].n_procs)
 			memcpy(procs + n_procs, workers[i].procs, workers[i].n_procs * sizeof(*procs));
 		if (workers[i].n_denied)
@@ -732,9 +700,92 @@ int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 	ret->n_scanned = n_scanned;
 	ret->n_denied = n_denied;
 	ret->denied = denied;
+	return 0;
+}
+
+int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
+		    const struct gs_scan_opts *opts, struct gs_scan_result *ret)
+{
+	static const struct gs_scan_opts defaults = { .read_maps = true };
+	struct scan_shared sh = { .ds = ds };
+	struct scan_worker workers[THREADS_MAX];
+	_cleanup_free_ pid_t *pids = NULL;
+	struct stat st;
+	size_t estimate;
+	unsigned nt, ready = 0;
+	sigset_t all, old;
+	int r;
+
+	if (!root || !ds || !ret)
+		return -EINVAL;
+	if (!opts)
+		opts = &defaults;
+	/* procfs counts the processes in its root's link count: size the
+	 * queue (and the thread count) from it, with room for newcomers. */
+	estimate = fstat(root->proc_fd, &st) == 0 ? (size_t)st.st_nlink : 0;
+	sh.cap = estimate + 4096;
+	pids = malloc(sh.cap * sizeof(*pids));
+	if (!pids)
+		return -ENOMEM;
+	sh.pids = pids;
+	sh.proc_fd = root->proc_fd;
+	sh.read_maps = opts->read_maps;
+	sh.skip_pid = opts->skip_pid;
+	atomic_init(&sh.error, 0);
+	r = -pthread_mutex_init(&sh.mu, NULL);
+	if (r < 0)
+		return r;
+	r = -pthread_mutex_init(&sh.qmu, NULL);
+	if (r < 0)
+		goto out_mu;
+	r = -pthread_cond_init(&sh.qcond, NULL);
+	if (r < 0)
+		goto out_qmu;
+
+	/* The per-fd lookups are kernel work that scales across cores: walk
+	 * /proc on all CPUs at once (the bench goal needs it on 2 cores). */
+	nt = n_threads_for(estimate);
+	for (; ready < nt; ready++) {
+		r = worker_init(&workers[ready], &sh);
+		if (r < 0) {
+			worker_done(&workers[ready]);
+			break;
+		}
+	}
+	if (ready == 0)
+		goto out;
+	/* Workers get no signals: SIGINT and friends stay with the caller's
+	 * threads, whatever the caller set up. A worker that fails to start
+	 * leaves its share to the others. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned i = 1; i < ready; i++)
+		workers[i].started = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	/* This thread lists, then scans like the others. */
+	r = list_pids(&workers[0]);
+	if (r < 0)
+		set_error(&sh, r);
+	pthread_mutex_lock(&sh.qmu);
+	sh.listed = true;
+	pthread_cond_broadcast(&sh.qcond);
+	pthread_mutex_unlock(&sh.qmu);
+	if (r == 0)
+		worker_main(&workers[0]);
+	for (unsigned i = 1; i < ready; i++)
+		if (workers[i].started)
+			pthread_join(workers[i].thread, NULL);
+	r = atomic_load(&sh.error);
+	if (r == 0)
+		r = collect(workers, ready, ret);
 out:
 	for (unsigned i = 0; i < ready; i++)
 		worker_done(&workers[i]);
+	pthread_cond_destroy(&sh.qcond);
+out_qmu:
+	pthread_mutex_destroy(&sh.qmu);
+out_mu:
 	pthread_mutex_destroy(&sh.mu);
 	return r;
 }

@@ -95,32 +95,21 @@ tracked_starttime() {
 # Values of KEY (pid, child, worker) in a ready file.
 ready_values() { sed -n "s/^$2=//p" "$1"; }
 
-# start_holder [--as COMM] NAME [gs-holder options]...: starts a holder and
-# waits until it is set up (its ready file exists). COMM names the
-# executable (a symlink to gs-holder, e.g. nvidia-persistenced). Every pid in
-# the ready file is tracked. Read them back with rpid NAME [KEY].
-start_holder() {
-	local exe=$GS_HOLDER name rf pid p
-	if [ "$1" = --as ]; then
-		ln -sf "$GS_HOLDER" "$GS_BIN/$2"
-		exe=$GS_BIN/$2
-		shift 2
-	fi
-	name=$1
+# launch NAME CMD [ARG]...: runs CMD in the background; CMD must write the
+# ready file $BATS_TEST_TMPDIR/NAME.ready (gs-holder's format: pid=, child=,
+# worker= lines) once it is set up. Waits for that file (bounded), then
+# tracks every pid in it. Output goes to NAME.log.
+launch() {
+	local name=$1 rf pid p
 	shift
 	rf=$BATS_TEST_TMPDIR/$name.ready
 	rm -f "$rf"
 	echo "$rf" >>"$GS_READY_LIST"
-	"$exe" --ready-file "$rf" "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.log" 2>&1 3>&- &
+	"$@" </dev/null >"$BATS_TEST_TMPDIR/$name.log" 2>&1 3>&- &
 	pid=$!
 	track "$pid"
-	if ! wait_for 10 holder_ready "$rf" "$pid"; then
-		echo "holder $name did not get ready:" >&2
-		cat "$BATS_TEST_TMPDIR/$name.log" >&2
-		return 1
-	fi
-	if [ ! -f "$rf" ]; then
-		echo "holder $name exited during setup:" >&2
+	if ! wait_for 10 holder_ready "$rf" "$pid" || [ ! -f "$rf" ]; then
+		echo "$name did not get ready:" >&2
 		cat "$BATS_TEST_TMPDIR/$name.log" >&2
 		return 1
 	fi
@@ -128,9 +117,24 @@ start_holder() {
 		[ "$p" = "$pid" ] || track "$p"
 	done
 	case " $* " in
-	*" --exit-after-fork "*) wait "$pid" ;; # reap the dead creator
+	*" --exit-after-fork "*) wait "$pid" ;; # reap the dead creator now
+	*) disown "$pid" ;; # no job notices; the shell still reaps it
 	esac
 	return 0
+}
+
+# start_holder NAME [--as COMM] [gs-holder options]...: starts a holder and
+# waits until it is set up. COMM names the executable (a symlink to
+# gs-holder, e.g. nvidia-persistenced). Read its pids with rpid NAME [KEY].
+start_holder() {
+	local exe=$GS_HOLDER name=$1
+	shift
+	if [ "${1:-}" = --as ]; then
+		ln -sf "$GS_HOLDER" "$GS_BIN/$2"
+		exe=$GS_BIN/$2
+		shift 2
+	fi
+	launch "$name" "$exe" --ready-file "$BATS_TEST_TMPDIR/$name.ready" "$@"
 }
 holder_ready() { [ -f "$1" ] || ! kill -0 "$2" 2>/dev/null; }
 
@@ -159,6 +163,31 @@ bg_wait() {
 	BG_OUT=$(cat "$BATS_TEST_TMPDIR/$name.out")
 	BG_ERR=$(cat "$BATS_TEST_TMPDIR/$name.err")
 }
+
+# pty_start NAME CMDLINE: runs the shell command line CMDLINE on a new
+# pseudo-terminal (script(1)), tracked; what the terminal shows goes to
+# NAME.tty. Type an answer with pty_type NAME TEXT; collect the end with
+# bg_wait NAME (BG_STATUS is CMDLINE's exit status).
+pty_start() {
+	local name=$1 d=$BATS_TEST_TMPDIR fd
+	mkfifo "$d/$name.in"
+	: >"$d/$name.out"
+	: >"$d/$name.err"
+	script -q -e -c "$2" /dev/null <"$d/$name.in" >"$d/$name.tty" 2>&1 3>&- &
+	BG_PID=$!
+	track "$BG_PID"
+	echo "$BG_PID" >"$d/$name.pid"
+	exec {fd}>"$d/$name.in"
+	printf -v "PTY_FD_$name" '%s' "$fd"
+}
+pty_type() { # pty_type NAME TEXT: types TEXT and Enter, then closes the input
+	local var=PTY_FD_$1 fd
+	fd=${!var}
+	printf '%s\n' "$2" >&"$fd"
+	exec {fd}>&-
+}
+pty_shows() { grep -q -- "$2" "$BATS_TEST_TMPDIR/$1.tty" 2>/dev/null; }
+file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
 
 # ---- gpuslate ----------------------------------------------------------------
 

@@ -58,8 +58,8 @@ man_option_entries() {
 @test "man page: builds with scdoc and renders" {
 	[ -s "$BUILD/gpuslate.1" ]
 	grep -q '^\.TH "gpuslate" "1" .*"gpuslate '"$VERSION"'"' "$BUILD/gpuslate.1"
-	for s in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS '"EXIT STATUS"' ENVIRONMENT FILES EXAMPLES '"SEE ALSO"'; do
-		grep -q "^\.SH $s\$" "$BUILD/gpuslate.1" || { echo "missing section $s"; return 1; }
+	for s in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS 'EXIT STATUS' ENVIRONMENT FILES EXAMPLES 'SEE ALSO'; do
+		grep -Eq "^\.SH \"?$s\"?\$" "$BUILD/gpuslate.1" || { echo "missing section $s"; return 1; }
 	done
 	if command -v groff >/dev/null; then
 		run groff -man -Tutf8 -ww -z "$BUILD/gpuslate.1"
@@ -101,11 +101,11 @@ man_option_entries() {
 		grep -q "^$c\$" <<<"$text" || { echo "command $c has no entry"; return 1; }
 	done
 	for n in 0 1 2 3 4 5; do
-		sed -n '/^\.SH "EXIT STATUS"/,/^\.SH /p' "$BUILD/gpuslate.1" | grep -qx "\\\\fB$n\\\\fR" ||
+		sed -n '/^\.SH "\{0,1\}EXIT STATUS/,/^\.SH [^E]/p' "$BUILD/gpuslate.1" | grep -qxF "\\fB$n\\fR" ||
 			{ echo "exit status $n missing"; return 1; }
 	done
-	# Every variable the sources read, plus NO_COLOR.
-	vars="$(grep -rhoE 'getenv\("[A-Z_]+"\)' "$ROOT/src" | cut -d'"' -f2 | sort -u) NO_COLOR"
+	# Every GPUSLATE_ variable the sources read, plus NO_COLOR.
+	vars="$(grep -rhoE 'getenv\("GPUSLATE_[A-Z_]+"\)' "$ROOT/src" | cut -d'"' -f2 | sort -u) NO_COLOR"
 	for v in $vars; do
 		grep -q "$v" <<<"$text" || { echo "environment variable $v not documented"; return 1; }
 	done
@@ -204,7 +204,7 @@ bash_complete() {
 	fi
 	head -1 "$ROOT/completions/_gpuslate" | grep -qx '#compdef gpuslate'
 	for o in $(table_long_opts); do
-		grep -qE -- "--$o[=+]?[\\[']" "$ROOT/completions/_gpuslate" ||
+		grep -qE -- "--$o[=+]?[]}[']" "$ROOT/completions/_gpuslate" ||
 			{ echo "--$o missing from _gpuslate"; return 1; }
 	done
 }

@@ -513,6 +513,78 @@ static void test_denied(void **state)
 	reap(&a);
 }
 
+/* Enough processes for the scan to use several threads: every holder is
+ * found exactly once, with its own fds, and the result is sorted. */
+#define N_MANY 600
+
+static void test_many_processes(void **state)
+{
+	static pid_t kids[N_MANY];
+	int ready[2], go[2], fd1;
+	struct gs_scan_result res;
+	char path[512], buf[N_MANY];
+	size_t got = 0, found = 0;
+
+	(void)state;
+	dev_path(path, sizeof(path), "nvidia1");
+	fd1 = open(path, O_RDONLY | O_CLOEXEC); /* inherited by every child */
+	assert_true(fd1 >= 0);
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	for (int i = 0; i < N_MANY; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			static const struct open_spec spec[] = { { "nvidia0", true, false } };
+			char b;
+
+			child_close_inherited();
+			close(ready[0]);
+			close(go[1]);
+			if (i % 3 == 0)
+				child_open(spec, 1);
+			if (write(ready[1], "r", 1) != 1)
+				_exit(5);
+			close(ready[1]);
+			while (read(go[0], &b, 1) > 0)
+				;
+			_exit(0);
+		}
+	}
+	close(fd1);
+	close(ready[1]);
+	close(go[0]);
+	while (got < N_MANY) {
+		ssize_t n = read(ready[0], buf, sizeof(buf));
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(ready[0]);
+
+	scan(&res, true, 0);
+	for (int i = 0; i < N_MANY; i++) {
+		const struct gs_scan_proc *p = find(&res, kids[i]);
+
+		assert_non_null(p);
+		assert_true(gs_minorset_has(&p->fd_gpus, 1));
+		assert_int_equal(gs_minorset_has(&p->fd_gpus, 0), i % 3 == 0);
+		assert_int_equal(gs_minorset_has(&p->map_gpus, 0), i % 3 == 0);
+		assert_int_equal(p->n_fds, i % 3 == 0 ? 2 : 1);
+		found++;
+	}
+	assert_int_equal(found, N_MANY);
+	gs_scan_result_free(&res);
+
+	close(go[1]);
+	for (int i = 0; i < N_MANY; i++) {
+		int status;
+
+		assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
 static int setup(void **state)
 {
 	const char *base = getenv("TMPDIR");
@@ -547,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_zombie_leader),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_denied),
+		cmocka_unit_test(test_many_processes),
 	};
 
 	/* Reaped with waitpid: no SIGCHLD handling needed. */

@@ -1,0 +1,391 @@
+#!/usr/bin/env bats
+# Fleet mode (gpuslate -w) against real OpenSSH: hosts are network
+# namespaces on this machine, each with its own sshd and simulated GPUs
+# (tests/fleet/mkhosts.sh). No mock of ssh anywhere.
+#
+# Needs root, iproute2, openssh-server, jq; GPUSLATE_BIN and GPUSLATE_BUILD as
+# set by `make test-e2e`.
+
+bats_require_minimum_version 1.5.0
+
+MKHOSTS=$BATS_TEST_DIRNAME/../fleet/mkhosts.sh
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# wait_for SECONDS CMD...: poll a condition with a bound, never a fixed sleep.
+wait_for() {
+	local deadline=$(($(now_ms) + $1 * 1000))
+	shift
+	until "$@"; do
+		if [ "$(now_ms)" -ge "$deadline" ]; then
+			echo "wait_for: gave up on: $*" >&2
+			return 1
+		fi
+		sleep 0.01
+	done
+}
+
+pid_gone() { [ ! -e "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+
+# start_holder ENVFILE ID [gs-holder options]: a GPU holder on a simulated
+# host; prints nothing, leaves its pid in $T/ID.ready (pid=...).
+start_holder() {
+	local envfile=$1 id=$2
+	shift 2
+	rm -f "$T/$id.ready"
+	(
+		set -a
+		# shellcheck disable=SC1090
+		. "$envfile"
+		set +a
+		exec "$GPUSLATE_BUILD/fakes/gs-holder" --ready-file "$T/$id.ready" "$@"
+	) </dev/null >/dev/null 2>&1 3>&- &
+	wait_for 10 test -s "$T/$id.ready"
+	sed -n 's/^\(pid\|child\|worker\)=//p' "$T/$id.ready" >>"$T/holders"
+}
+
+holder_pid() { sed -n 's/^pid=//p' "$T/$1.ready"; }
+
+gs() { "$GPUSLATE_BIN" "$@"; }
+
+setup_file() {
+	export T=$BATS_FILE_TMPDIR/fleet
+	mkdir -p "$T/home" "$T/tools"
+	"$MKHOSTS" up "$T"
+	for i in 01 02 03 04 05 06 07 08; do
+		"$MKHOSTS" add "$T" "gpu$i"
+	done
+	"$MKHOSTS" add "$T" down01 --no-sshd
+	"$MKHOSTS" add "$T" badkey01 --wrong-key
+	"$MKHOSTS" add "$T" hang01
+	"$MKHOSTS" add "$T" pve1
+	"$MKHOSTS" blackhole "$T" drop01
+	# hang01's NVML never returns from init: its gpuslate hangs.
+	echo "hang nvmlInit_v2" >"$T/hosts/hang01/nvml/inject"
+
+	# Proxmox: container 129 on pve1 has its own simulated GPUs; the fake
+	# pct runs the command with that state, as `pct exec` enters the CT.
+	sh "$BATS_TEST_DIRNAME/../fakes/mkhost.sh" "$T/ct/129" 2
+	cat >"$T/ct/129/env" <<-EOF
+		FAKE_NVML_STATE=$T/ct/129/nvml
+		GPUSLATE_DEV_ROOT=$T/ct/129/dev
+		GPUSLATE_NVML_LIB=$GPUSLATE_BUILD/fakes/libnvidia-ml.so.1
+		GPUSLATE_NVIDIA_PROCFS=$T/ct/129/driver
+		GPUSLATE_LOCK_FILE=$T/ct/129/reclaim.lock
+	EOF
+	cat >"$T/hosts/pve1/bin/pct" <<-EOF
+		#!/bin/sh
+		# fake pct: pct exec VMID -- CMD...
+		printf '%s\n' "pct \$*" >>"$T/pct.log"
+		[ "\$1" = exec ] || { echo "pct: unknown command '\$1'" >&2; exit 255; }
+		ct=$T/ct/\$2
+		[ -d "\$ct" ] || { echo "Configuration file 'nodes/pve1/lxc/\$2.conf' does not exist" >&2; exit 2; }
+		shift 2
+		[ "\$1" = -- ] && shift
+		set -a
+		. "\$ct/env"
+		set +a
+		exec "\$@"
+	EOF
+	chmod +x "$T/hosts/pve1/bin/pct"
+
+	# Remote commands standing in for broken or instrumented gpuslates.
+	cat >"$T/tools/pidwrap" <<-'EOF'
+		#!/bin/sh
+		# pidwrap PIDFILE CMD...: record our pid (exec keeps it), then run CMD.
+		echo $$ >"$1"
+		shift
+		exec "$@"
+	EOF
+	cat >"$T/tools/argdump" <<-'EOF'
+		#!/bin/sh
+		# argdump FILE CMD...: the arguments CMD gets, NUL-separated, in FILE.
+		out=$1
+		shift
+		printf '%s\0' "$@" >"$out"
+		exec "$@"
+	EOF
+	cat >"$T/tools/concwrap" <<-'EOF'
+		#!/bin/sh
+		# concwrap DIR CMD...: how many run at once, seen at each start.
+		d=$1
+		shift
+		: >"$d/run.$$"
+		ls "$d" | grep -c '^run\.' >>"$d/seen"
+		"$@"
+		rc=$?
+		rm -f "$d/run.$$"
+		exit $rc
+	EOF
+	cat >"$T/tools/garbage" <<-'EOF'
+		#!/bin/sh
+		printf 'Welcome to \033[31mgpu\033[0m!\n\001 this is not JSON\n'
+	EOF
+	cat >"$T/tools/oldgs" <<-'EOF'
+		#!/bin/sh
+		echo "gpuslate: unknown option '--remote'" >&2
+		echo "Try 'gpuslate --help' for more information." >&2
+		exit 2
+	EOF
+	cat >"$T/tools/newgs" <<-'EOF'
+		#!/bin/sh
+		echo '{"schema_version": 2, "command": "status", "hosts": []}'
+	EOF
+	chmod +x "$T"/tools/*
+
+	cat >"$T/inventory" <<-EOF
+		[lab]
+		gpu[01-02]
+		[pve]
+		ct129  via=pve1 pct=129
+		[odd]
+		hang01 remote-cmd="$T/tools/pidwrap $T/hang.pid gpuslate"
+	EOF
+	: >"$T/holders"
+}
+
+teardown_file() {
+	local pid
+	if [ -f "$T/holders" ]; then
+		while read -r pid; do
+			[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = gs-holder ] && kill -KILL "$pid" 2>/dev/null
+		done <"$T/holders"
+	fi
+	"$MKHOSTS" down "$T"
+}
+
+setup() {
+	export T=$BATS_FILE_TMPDIR/fleet
+	export HOME=$T/home
+	export GPUSLATE_SSH="ssh -F $T/ssh_config"
+	export GPUSLATE_NO_PROGRESS=1
+	unset GPUSLATE_NVML_LIB GPUSLATE_DEV_ROOT FAKE_NVML_STATE
+}
+
+# Each test leaves no holder behind.
+teardown() {
+	local pid
+	while read -r pid; do
+		if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = gs-holder ]; then
+			kill -KILL "$pid" 2>/dev/null || true
+			wait_for 5 pid_gone "$pid"
+		fi
+	done <"$T/holders"
+	: >"$T/holders"
+}
+
+# Holders on four of the eight hosts, each a different case.
+start_eight() {
+	start_holder "$T/hosts/gpu03/env" h3 --gpu 0 --mib 1024
+	start_holder "$T/hosts/gpu05/env" h5 --gpu 1 --mib 2048 --ignore-term
+	start_holder "$T/hosts/gpu06/env" h6 --gpu 0 --gpu 1 --mib 512 --workers 2
+	start_holder "$T/hosts/gpu08/env" h8 --gpu 1 --mib 4096
+}
+
+@test "status on 8 hosts: identical results folded, the others per host, exit 1" {
+	start_eight
+	run -1 gs -w 'gpu[01-08]' status
+	echo "$output"
+	[ "${lines[0]}" = "gpu[01-02,04,07]: clean, 2 GPUs, 0 MiB" ]
+	[[ "$output" == *"gpu03: not clean, 2 GPUs, 1024 MiB: GPU 0 held by $(holder_pid h3) (gs-holder)"* ]]
+	[[ "$output" == *"gpu05: not clean, 2 GPUs, 2048 MiB: GPU 1 held by $(holder_pid h5) (gs-holder)"* ]]
+	[[ "$output" == *"gpu06: not clean, 2 GPUs, 1024 MiB: GPU 0 held by"* ]]
+	[[ "$output" == *"gpu08: not clean, 2 GPUs, 4096 MiB: GPU 1 held by $(holder_pid h8) (gs-holder)"* ]]
+	[ "${lines[-1]}" = "8 hosts: 4 clean, 4 not clean, 0 failed" ]
+}
+
+@test "reclaim -y on 8 hosts: every holder stopped, one folded line, exit 0" {
+	start_eight
+	run -0 gs -w 'gpu[01-08]' reclaim -y --grace 1
+	echo "$output"
+	[ "${lines[0]}" = "gpu[01-08]: clean, 2 GPUs, 0 MiB" ]
+	[ "${lines[1]}" = "8 hosts: 8 clean, 0 not clean, 0 failed" ]
+	while read -r pid; do
+		pid_gone "$pid"
+	done <"$T/holders"
+	run -0 gs -w 'gpu[01-08]' status
+	[ "${lines[0]}" = "gpu[01-08]: clean, 2 GPUs, 0 MiB" ]
+}
+
+@test "--json: one document with every host's own report and a summary" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 0 --mib 1024
+	run -4 --separate-stderr gs -w gpu01,gpu02,down01 --json status
+	echo "$output"
+	jq -e '.schema_version == 1 and .command == "status"' <<<"$output"
+	jq -e '.summary == {"hosts": 3, "clean": 1, "not_clean": 1, "dry_run": 0, "failed": 1}' <<<"$output"
+	jq -e '.exit_status == 4' <<<"$output"
+	jq -e '.hosts[0] | .host == "gpu01" and .ok and .verdict == "clean" and .report.schema_version == 1' <<<"$output"
+	jq -e --argjson p "$(holder_pid h2)" \
+		'.hosts[1] | .verdict == "not-clean" and (.report.processes | map(.pid) | index($p)) != null' <<<"$output"
+	jq -e '.hosts[2] | .host == "down01" and .ok == false and .failure == "unreachable" and .report == null' <<<"$output"
+}
+
+@test "reclaim: no terminal and no -y refuses (exit 5) before contacting any host" {
+	start_holder "$T/hosts/gpu01/env" h1 --gpu 0
+	: >"$T/pct.log"
+	run -5 gs -w gpu01,ct129 --hosts-file "$T/inventory" reclaim </dev/null
+	[[ "$output" == *"refusing to reclaim on 2 hosts without confirmation: no terminal (use -y)"* ]]
+	[ -e "/proc/$(holder_pid h1)" ]
+	[ ! -s "$T/pct.log" ]
+}
+
+@test "reclaim on a terminal asks once for the fleet; 'n' contacts no host" {
+	start_holder "$T/hosts/gpu01/env" h1 --gpu 0
+	run -5 script -qec "$GPUSLATE_BIN -w gpu01 reclaim" /dev/null <<<"n"
+	echo "$output"
+	[[ "$output" == *"reclaim on 1 host (gpu01)"*"proceed? [y/N]"* ]]
+	[[ "$output" == *"not confirmed: no host was contacted"* ]]
+	[ -e "/proc/$(holder_pid h1)" ]
+}
+
+@test "reclaim --dry-run passes through: the plan per host, nothing stopped" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 1024
+	run -0 gs -w 'gpu[01-02]' reclaim --dry-run
+	echo "$output"
+	[[ "$output" == *"gpu01: dry run, 2 GPUs, 0 MiB: nothing to stop"* ]]
+	[[ "$output" == *"gpu02: dry run, 2 GPUs, 1024 MiB: would stop $(holder_pid h2) (gs-holder)"* ]]
+	[ -e "/proc/$(holder_pid h2)" ]
+}
+
+@test "a host whose sshd is down is unreachable (connection refused); the rest report" {
+	run -4 gs -w gpu01,down01 status
+	echo "$output"
+	[ "${lines[0]}" = "gpu01: clean, 2 GPUs, 0 MiB" ]
+	[[ "${lines[1]}" == "down01: unreachable: ssh: connect to host "*"Connection refused" ]]
+	[ "${lines[2]}" = "2 hosts: 1 clean, 0 not clean, 1 failed" ]
+}
+
+@test "a host that drops packets: unreachable after --connect-timeout" {
+	local t0=$(now_ms)
+	run -4 gs -w gpu01,drop01 --connect-timeout 1 status
+	echo "$output"
+	[[ "$output" == *"drop01: unreachable: ssh: connect to host "*"timed out"* ]]
+	[[ "$output" == *"gpu01: clean"* ]]
+	[ $(($(now_ms) - t0)) -lt 6000 ]
+}
+
+@test "a host whose command hangs: timed out at --command-timeout, remote gpuslate ended" {
+	rm -f "$T/hang.pid"
+	local t0=$(now_ms)
+	run -4 gs -w gpu01,hang01 --hosts-file "$T/inventory" --command-timeout 2 status
+	echo "$output"
+	[[ "$output" == *"hang01: timed out after 2.0 s; the remote command was ended"* ]]
+	[[ "$output" == *"gpu01: clean, 2 GPUs, 0 MiB"* ]]
+	[ $(($(now_ms) - t0)) -lt 8000 ]
+	# The remote gpuslate (pidwrap execs it: same pid) is gone too.
+	[ -s "$T/hang.pid" ]
+	wait_for 5 pid_gone "$(cat "$T/hang.pid")"
+}
+
+@test "Ctrl-C: hosts not started are reported, running remote commands are ended" {
+	rm -f "$T/hang.pid"
+	"$GPUSLATE_BIN" -w hang01,gpu01 -f 1 --hosts-file "$T/inventory" status >"$T/int.out" 2>&1 &
+	local p=$!
+	wait_for 10 test -s "$T/hang.pid"
+	kill -INT "$p"
+	local rc=0
+	wait "$p" || rc=$?
+	cat "$T/int.out"
+	[ "$rc" -eq 4 ]
+	grep -qx "hang01: interrupted; the remote command was ended" "$T/int.out"
+	grep -qx "gpu01: not started: interrupted" "$T/int.out"
+	grep -q "(interrupted)$" "$T/int.out"
+	wait_for 5 pid_gone "$(cat "$T/hang.pid")"
+}
+
+@test "a host with a wrong key: authentication refused" {
+	run -4 gs -w badkey01 status
+	echo "$output"
+	[[ "${lines[0]}" == "badkey01: authentication refused: "*"Permission denied (publickey)"* ]]
+}
+
+@test "a host without gpuslate: missing" {
+	run -4 gs -w gpu01 --remote-cmd /nonexistent/gpuslate status
+	echo "$output"
+	[[ "${lines[0]}" == "gpu01: gpuslate missing on the host: "*"/nonexistent/gpuslate"* ]]
+}
+
+@test "a host that prints garbage: bad output, quoted and sanitized" {
+	run -4 gs -w gpu01 --remote-cmd "$T/tools/garbage" status
+	echo "$output"
+	[[ "${lines[0]}" == 'gpu01: bad output (exit 0, '*'starting "Welcome to \x1b[31mgpu\x1b[0m!\x0a\x01 this is not JSON'* ]]
+	# No raw escape or control byte reaches the terminal.
+	! printf '%s' "$output" | grep -q $'\x1b'
+}
+
+@test "an old gpuslate without --remote, and one that speaks another schema, are refused clearly" {
+	run -4 gs -w gpu01 --remote-cmd "$T/tools/oldgs" status
+	[ "${lines[0]}" = "gpu01: gpuslate on the host is too old (no --remote mode): install this version there" ]
+	run -4 gs -w gpu01 --remote-cmd "$T/tools/newgs" status
+	[ "${lines[0]}" = "gpu01: gpuslate on gpu01 speaks schema 2; this gpuslate understands 1" ]
+}
+
+@test "hostile unit names and patterns arrive as one argument each" {
+	local unit="my unit's \"x\" \$HOME; touch $T/pwned \`id\`" match='^(python3|a b)$; $(touch '"$T"'/pwned)'
+	rm -f "$T/argv.bin" "$T/pwned"
+	run -0 gs -w gpu01 --remote-cmd "$T/tools/argdump $T/argv.bin gpuslate" reclaim --dry-run \
+		--unit "$unit" --match "$match" --reason "drain: it's \$x"
+	echo "$output"
+	local -a got
+	mapfile -d '' got <"$T/argv.bin"
+	printf '[%s]\n' "${got[@]}"
+	[ "${got[0]}" = gpuslate ]
+	[ "${got[1]}" = --remote ]
+	[[ " ${got[*]} " == *" --unit=$unit "* ]]
+	[[ " ${got[*]} " == *" --match=$match "* ]]
+	[[ " ${got[*]} " == *" --reason=drain: it's \$x "* ]]
+	[ "${got[-1]}" = reclaim ]
+	[ ! -e "$T/pwned" ]
+}
+
+@test "hostile host names and line breaks are refused before anything runs" {
+	rm -f "$T/pwned"
+	run -2 gs -w "gpu01;touch $T/pwned" status
+	[[ "$output" == *"invalid character ';'"* ]]
+	run -2 gs -w 'gpu01`id`' status
+	run -2 gs -w "\$(touch $T/pwned)" status
+	run -2 gs -w gpu01 reclaim --dry-run --unit $'a\nb'
+	[[ "$output" == *"line break"* ]]
+	[ ! -e "$T/pwned" ]
+}
+
+@test "Proxmox: ssh pve1 -- pct exec 129 -- gpuslate, status and reclaim inside the container" {
+	start_holder "$T/ct/129/env" ct --gpu 1 --mib 3000
+	: >"$T/pct.log"
+	run -1 gs -w ct129,gpu01 --hosts-file "$T/inventory" status
+	echo "$output"
+	[[ "$output" == *"ct129: not clean, 2 GPUs, 3000 MiB: GPU 1 held by $(holder_pid ct) (gs-holder)"* ]]
+	grep -q "^pct exec 129 -- gpuslate --remote status$" "$T/pct.log"
+	run -0 gs -w @pve --hosts-file "$T/inventory" reclaim -y --grace 1
+	echo "$output"
+	[ "${lines[0]}" = "ct129: clean, 2 GPUs, 0 MiB" ]
+	wait_for 5 pid_gone "$(holder_pid ct)"
+}
+
+@test "host sources: -w - from stdin, -x, @group, inventory errors" {
+	run -0 gs -w - status <<<$'gpu01\ngpu02  # a comment\n\ngpu03'
+	[ "${lines[0]}" = "gpu[01-03]: clean, 2 GPUs, 0 MiB" ]
+	run -0 gs -w 'gpu[01-08]' -x 'gpu[02-08]' status
+	[ "${lines[0]}" = "gpu01: clean, 2 GPUs, 0 MiB" ]
+	run -0 gs -w @lab --hosts-file "$T/inventory" status
+	[ "${lines[0]}" = "gpu[01-02]: clean, 2 GPUs, 0 MiB" ]
+	run -2 gs -w @lab status
+	[[ "$output" == *"@lab"* ]]
+	run -2 gs -w gpu01 --hosts-file "$T/no-such-file" status
+	[[ "$output" == *"no-such-file"* ]]
+	run -2 gs -w @nosuch --hosts-file "$T/inventory" status
+	[[ "$output" == *"unknown group '@nosuch'"* ]]
+	run -2 gs -w gpu01 -x gpu01 status
+	[[ "$output" == *"no hosts to run on"* ]]
+	run -2 gs -w gpu01 --csv status
+}
+
+@test "sliding window: -f 2 runs 8 hosts, never more than 2 remote commands at once" {
+	rm -rf "$T/conc"
+	mkdir -p "$T/conc"
+	run -0 gs -w 'gpu[01-08]' -f 2 --remote-cmd "$T/tools/concwrap $T/conc gpuslate" --json status
+	jq -e '.summary.clean == 8' <<<"$output"
+	cat "$T/conc/seen"
+	[ "$(wc -l <"$T/conc/seen")" -eq 8 ]
+	[ "$(sort -n "$T/conc/seen" | tail -1)" -le 2 ]
+}

@@ -1,0 +1,541 @@
+#!/usr/bin/env bats
+# gpuslate reclaim and gpuslate wait on a simulated GPU host (issue 3): real
+# holder processes, the fake NVML, a fake systemd and pct. Each scenario
+# checks the exit status, the verdict, which processes died and which
+# survived, and the memory figures.
+
+load helpers
+
+# proc_json PID: the stop result for PID in $output (reclaim --json).
+proc_json() { jqo ".processes[] | select(.pid == $1) | $2"; }
+target_json() { jqo ".plan.targets[] | select(.pid == $1) | $2"; }
+signals_of() { proc_json "$1" '.signals | join(",")'; }
+
+@test "reclaim: a holder that exits on SIGTERM; GPU clean, exit 0" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo .exit_status)" 0 "exit_status in JSON"
+	assert_eq "$(signals_of "$a")" SIGTERM,SIGCONT signals
+	assert_eq "$(proc_json "$a" .outcome)" exited-after-term outcome
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" \
+		"true 2048 0" "GPU 0 clean, before, after"
+	assert_eq "$(jqo '[.gpus[].index] | map(tostring) | join(",")')" 0,1 "GPUs verified"
+	assert_dead "$a"
+}
+
+@test "reclaim: a holder that ignores SIGTERM is killed after --grace" {
+	start_holder stubborn --gpu 0 --mib 4096 --ignore-term
+	p=$(rpid stubborn)
+	t0=$(now_ms)
+
+	run --separate-stderr gs reclaim -y --grace 0.5
+	t1=$(now_ms)
+	assert_status 0
+	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT,KILL +killed after 0\.[5-9][0-9] s\$" "process line"
+	assert_match "$output" "^0 +NVIDIA H200 +4096 MiB +0 MiB +16 MiB +clean, released in " "GPU 0 line"
+	assert_match "$output" "^Verdict: clean " verdict
+	assert_dead "$p"
+	[ $((t1 - t0)) -ge 500 ] || { echo "took $((t1 - t0)) ms, less than the grace period" >&2; false; }
+}
+
+@test "reclaim: a stopped (SIGSTOP) holder gets SIGCONT and exits on SIGTERM, no SIGKILL" {
+	start_holder frozen --gpu 1 --mib 1024
+	p=$(rpid frozen)
+	kill -STOP "$p"
+	wait_for 5 eval '[ "$(proc_state "$p")" = T ]'
+
+	run --separate-stderr gs reclaim -y --json --grace 20
+	assert_status 0
+	assert_eq "$(signals_of "$p")" SIGTERM,SIGCONT signals
+	assert_eq "$(proc_json "$p" .outcome)" exited-after-term outcome
+	assert_dead "$p"
+	# Exited after TERM, not at the end of the grace period.
+	awk -v s="$(jqo .elapsed_s)" 'BEGIN { exit !(s < 10) }' || { echo "elapsed $(jqo .elapsed_s) s" >&2; false; }
+}
+
+@test "reclaim: fork case: the creator NVML lists is dead, the child holding its memory is stopped" {
+	start_holder fork --gpu 0 --mib 8192 --exit-after-fork
+	creator=$(rpid fork) child=$(rpid fork child)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$child" targets
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $creator) | .reason")" "no such process (listed by NVML)" \
+		"the dead creator"
+	assert_eq "$(proc_json "$child" .outcome)" exited-after-term "child outcome"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" \
+		"true 8192 0" "GPU 0"
+	assert_dead "$child"
+}
+
+@test "reclaim: a holder leading a process group with workers: the group goes" {
+	start_holder group --gpu 0 --mib 2048 --workers 3
+	leader=$(rpid group)
+	mapfile -t workers < <(rpids group worker)
+	assert_eq "${#workers[@]}" 3 "workers"
+	# The holder leads its own group (gs-holder --workers calls setpgid).
+	assert_eq "$(awk '{ sub(/.*\) /, ""); print $3 }' "/proc/$leader/stat")" "$leader" "leader's pgid"
+
+	run --separate-stderr gs reclaim -y --json --grace 2
+	assert_status 0
+	assert_eq "$(target_json "$leader" .action)" signal-group "leader's action"
+	for w in "${workers[@]}"; do
+		assert_eq "$(proc_json "$w" .outcome)" exited-after-term "worker $w outcome"
+	done
+	assert_dead "$leader" "${workers[@]}"
+}
+
+@test "reclaim: a process group member that holds nothing goes with its leader" {
+	# A session (and group) leader holding the GPU, with a helper in its
+	# group that holds no GPU fd (a launcher's log shipper, say).
+	launch grp setsid bash -c 'sleep 600 & echo "helper=$!" >"$1.tmp"; exec "$2" --gpu 1 --mib 1024 --ready-file "$1"' \
+		_ "$BATS_TEST_TMPDIR/grp.ready" "$GS_HOLDER"
+	wait_for 5 test -f "$BATS_TEST_TMPDIR/grp.ready.tmp"
+	helper=$(sed -n 's/^helper=//p' "$BATS_TEST_TMPDIR/grp.ready.tmp")
+	track "$helper"
+	leader=$(rpid grp)
+
+	run --separate-stderr gs reclaim -y --json --grace 2
+	assert_status 0
+	assert_eq "$(target_json "$leader" .action)" signal-group "leader's action"
+	assert_eq "$(target_json "$helper" '"\(.why) \(.why_pid)"')" "member of a target's process group $leader" "helper"
+	assert_dead "$leader" "$helper"
+}
+
+@test "reclaim: descendants holding GPU fds go with their parent; an unrelated monitor stays" {
+	# A compute holder whose child holds the device fds only (a client
+	# by itself), and a forked child inheriting everything.
+	launch fam bash -c '"$2" --client --gpu 0 --ready-file "$1.kid" & exec "$2" --gpu 0 --mib 2048 --fork-child --ready-file "$1"' \
+		_ "$BATS_TEST_TMPDIR/fam.ready" "$GS_HOLDER"
+	wait_for 5 test -f "$BATS_TEST_TMPDIR/fam.ready.kid"
+	parent=$(rpid fam) forked=$(rpid fam child)
+	kid=$(ready_values "$BATS_TEST_TMPDIR/fam.ready.kid" pid)
+	track "$kid"
+	start_holder mon --as gpu-monitor --client --gpu 0
+	mon=$(rpid mon)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(target_json "$kid" '"\(.why) \(.why_pid)"')" "descendant of a target $parent" "fd-only child"
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .role")" client "monitor left alone"
+	assert_eq "$(jqo '.verdict')" clean verdict
+	assert_dead "$parent" "$forked" "$kid"
+	assert_alive "$mon"
+}
+
+@test "reclaim: protected daemon and NVML monitor are left alone and the GPU still counts as clean" {
+	start_holder pd --as nvidia-persistenced --gpu 0 --mib 256
+	start_holder smi --as nvidia-smi --client --gpu 0 --gpu 1
+	start_holder work --gpu 0 --mib 30000
+	pd=$(rpid pd) smi=$(rpid smi) work=$(rpid work)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$work" targets
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $pd) | .reason")" "^protected daemon" "daemon"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $smi) | .reason")" "^client holding no GPU memory" "monitor"
+	# The daemon's 256 MiB stay: the baseline, and what is left after.
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib) \(.baseline_mib)"')" \
+		"true 30256 256 272" "GPU 0"
+	assert_alive "$pd" "$smi"
+	assert_dead "$work"
+}
+
+@test "reclaim: a parent that respawns its holder: reported as a respawn, not clean, exit 1" {
+	start_holder sup --gpu 0 --mib 1024 --supervise
+	sup=$(rpid sup) first=$(rpid sup child)
+
+	run --separate-stderr gs reclaim -y --json
+	# Whatever gpuslate saw, the parent does respawn its holder:
+	wait_for 10 eval '[ "$(rpid sup child)" != "$first" ]'
+	second=$(rpid sup child)
+	wait_for 10 alive "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" respawns
+	assert_match "$(jqo '.respawns[0].by')" "^parent $sup" "respawned by"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .held_by | map(tostring) | join(",")')" "$second" "GPU 0 held by"
+	assert_dead "$first"
+	assert_alive "$sup" "$second"
+}
+
+@test "reclaim: a respawning parent on a quiet host (private PID namespace) is still reported" {
+	# Same as above where /proc is small and a rescan takes microseconds:
+	# the verdict must not depend on how slow the host is.
+	require_pidns
+	cat >"$BATS_TEST_TMPDIR/ns.sh" <<-'EOF'
+		d=$1
+		"$GS_HOLDER" --supervise --gpu 0 --mib 1024 --ready-file "$d/sup.ready" </dev/null >/dev/null 2>&1 3>&- &
+		for i in $(seq 1000); do [ -f "$d/sup.ready" ] && break; sleep 0.01; done
+		first=$(sed -n 's/^child=//p' "$d/sup.ready")
+		"$GPUSLATE_BIN" reclaim -y --json >"$d/out.json" 2>"$d/err"
+		echo $? >"$d/rc"
+		for i in $(seq 1000); do [ "$(sed -n 's/^child=//p' "$d/sup.ready")" != "$first" ] && break; sleep 0.01; done
+		sed -n 's/^child=//p' "$d/sup.ready" >"$d/second"
+	EOF
+	bg ns env GS_HOLDER="$GS_HOLDER" unshare --pid --fork --mount-proc --kill-child bash "$BATS_TEST_TMPDIR/ns.sh" "$BATS_TEST_TMPDIR"
+	bg_wait ns 30
+	assert_eq "$BG_STATUS" 0 "namespace script"
+	output=$(cat "$BATS_TEST_TMPDIR/out.json")
+	second=$(cat "$BATS_TEST_TMPDIR/second")
+	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawns (the new holder)"
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/rc")" 1 "exit status"
+}
+
+@test "reclaim: a unit with Restart=always is stopped through systemctl, not killed" {
+	require_cgroups
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
+	start_unit --restart always --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	assert_eq "$(ready_values "$BATS_TEST_TMPDIR/t.ready" pid)" "$main" "holder is the unit's main process"
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(target_json "$main" '"\(.action) \(.unit)"')" "stop-unit trainer.service" "plan"
+	assert_eq "$(jqo '.units[0] | "\(.command) \(.exit_status)"')" "systemctl stop -- trainer.service 0" "unit stop"
+	assert_eq "$(signals_of "$main")" "" "signals from gpuslate"
+	assert_eq "$(proc_json "$main" .outcome)" stopped-with-unit outcome
+	assert_eq "$(grep -c '^systemctl stop -- trainer.service$' "$FAKE_SYSTEMD_DIR/log")" 1 "systemctl stop calls"
+	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "^restart " "restarts"
+	assert_eq "$(systemctl show -p ActiveState -p NRestarts trainer | tr '\n' ' ')" "ActiveState=inactive NRestarts=0 " "unit"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0"
+	assert_dead "$main"
+}
+
+@test "reclaim --no-units: killing a Restart=always unit's process brings it back: respawn, exit 1" {
+	require_cgroups
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
+	start_unit --restart always --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 0 --mib 4096
+	first=$UNIT_MAIN
+	wait_for 10 eval '[ -n "$(ls "$FAKE_NVML_STATE/ctx")" ]'
+
+	run --separate-stderr gs reclaim -y --no-units --json
+	wait_for 10 file_has "$FAKE_SYSTEMD_DIR/log" "^restart trainer.service "
+	second=$(sed -n 's/^restart trainer.service //p' "$FAKE_SYSTEMD_DIR/log")
+	assert_status 1
+	assert_eq "$(signals_of "$first")" SIGTERM,SIGCONT "signals"
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by)"] | join(";")')" "$second unit trainer.service" respawns
+	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop" "systemctl calls"
+	assert_dead "$first"
+}
+
+@test "reclaim: KillMode=process leaves a child in the unit's cgroup; gpuslate signals it" {
+	require_cgroups
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/loader.service")
+	start_unit --kill-mode process --cgroup "$cg" loader -- "$GS_HOLDER" --gpu 1 --mib 2048 --fork-child --ready-file "$BATS_TEST_TMPDIR/l.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/l.ready"
+	main=$UNIT_MAIN child=$(ready_values "$BATS_TEST_TMPDIR/l.ready" child)
+	track "$child"
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
+	assert_eq "$(proc_json "$child" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "leftover child"
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_dead "$main" "$child"
+}
+
+@test "reclaim: a unit systemd does not know (stop fails) falls back to signals" {
+	require_cgroups
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/ghost.service")
+	launch ghost bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --ready-file "$3"' \
+		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/ghost.ready"
+	p=$(rpid ghost)
+
+	run --separate-stderr gs reclaim -y --json --grace 1
+	assert_status 0
+	assert_eq "$(jqo '.units[0] | "\(.unit) \(.exit_status)"')" "ghost.service 5" "unit stop result"
+	assert_match "$(jqo '.units[0].error')" "not loaded" "unit stop error"
+	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "process"
+	assert_dead "$p"
+}
+
+@test "reclaim: a unit inside a Proxmox container is stopped with pct exec ... systemctl stop" {
+	require_cgroups
+	vmid=9$$$BATS_TEST_NUMBER
+	cg=$(make_cgroup "lxc/$vmid/ns/system.slice/infer.service")
+	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
+	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --restart always --cgroup "$cg" infer -- \
+		"$GS_HOLDER" --gpu 1 --mib 16384 --ready-file "$BATS_TEST_TMPDIR/i.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/i.ready"
+	main=$UNIT_MAIN
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(target_json "$main" '"\(.action) \(.unit) \(.container)"')" "stop-unit infer.service $vmid" "plan"
+	assert_eq "$(jqo '.units[0] | "\(.command) \(.exit_status)"')" "pct exec $vmid -- systemctl stop -- infer.service 0" "unit stop"
+	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct log"
+	assert_eq "$(cat "$FAKE_PCT_DIR/$vmid/log")" "systemctl stop -- infer.service" "container's systemctl log"
+	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
+	assert_eq "$(jqo '.gpus[] | select(.index == 1) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 16384 0" "GPU 1"
+	assert_dead "$main"
+}
+
+@test "reclaim: slow teardown: waits until the memory is back and reports the time" {
+	start_holder pinned --gpu 0 --mib 65536 --release-ms 1500
+	p=$(rpid pinned)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	r=$(jqo '.gpus[] | select(.index == 0) | .released_after_s')
+	awk -v r="$r" 'BEGIN { exit !(r >= 1.5 && r < 10) }' || { echo "released_after_s $r, expected >= 1.5" >&2; false; }
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.memory_before_mib) \(.memory_after_mib)"')" "65536 0" "GPU 0"
+	assert_dead "$p"
+}
+
+@test "reclaim: memory that never comes back within --timeout: not clean, exit 1, no holder to blame" {
+	start_holder pinned --gpu 0 --mib 65536 --release-ms 60000
+
+	run --separate-stderr gs reclaim -y --json --timeout 1
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo .timed_out)" true timed_out
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.unattributed)"')" "false 65536 true" "GPU 0"
+	assert_eq "$(jqo '.gpus[] | select(.index == 1) | .clean')" true "GPU 1"
+	assert_dead "$(rpid pinned)"
+}
+
+@test "reclaim -g 1 leaves the holders of GPU 0 alone" {
+	start_holder g0 --gpu 0 --mib 1000
+	start_holder g1 --gpu 1 --mib 2000
+	start_holder both --gpu 0 --gpu 1 --mib 300
+	g0=$(rpid g0) g1=$(rpid g1) both=$(rpid both)
+
+	run --separate-stderr gs reclaim -y -g 1 --json
+	assert_status 0
+	assert_eq "$(jqo '[.gpus[].index] | map(tostring) | join(",")')" 1 "GPUs verified"
+	assert_eq "$(jqo '[.plan.targets[].pid] | sort | map(tostring) | join(",")')" "$(printf '%s\n' "$g1" "$both" | sort -n | paste -sd,)" targets
+	assert_alive "$g0"
+	assert_dead "$g1" "$both"
+	run --separate-stderr gs status --query-gpu=index,memory.used --format=csv,noheader,nounits
+	assert_eq "$output" $'0, 1000\n1, 0' "memory after"
+}
+
+@test "reclaim --match selects by command line" {
+	start_holder t --as trainer --gpu 0 --mib 1000
+	start_holder s --as server --gpu 0 --mib 2000
+	run --separate-stderr gs reclaim -y --match 'trainer' --json
+	assert_status 1 # server still holds GPU 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$(rpid t)" targets
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .held_by | map(tostring) | join(",")')" "$(rpid s)" "GPU 0 held by"
+	assert_dead "$(rpid t)"
+	assert_alive "$(rpid s)"
+}
+
+@test "reclaim --dry-run prints the plan and changes nothing" {
+	start_holder a --gpu 0 --mib 1024 --ignore-term
+	start_holder b --gpu 1 --mib 1024
+	a=$(rpid a) b=$(rpid b)
+
+	run --separate-stderr gs reclaim --dry-run
+	assert_status 0
+	assert_match "$output" "^Will stop:" plan
+	assert_match "$output" "^ *$a +root .* signal process\$" "plan line for a"
+	assert_match "$output" "^Dry run: nothing was changed\.\$" "dry-run note"
+	run --separate-stderr gs reclaim --dry-run --json
+	assert_status 0
+	assert_eq "$(jqo '"\(.verdict) \(.dry_run) \(.plan.targets | length) \(.processes | length)"')" "dry-run true 2 0" "JSON"
+	assert_alive "$a" "$b"
+	assert_eq "$(ls "$FAKE_NVML_STATE/ctx" | wc -l)" 2 "contexts"
+}
+
+@test "reclaim without a terminal and without -y refuses: exit 5, nothing killed" {
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+
+	run --separate-stderr gs reclaim </dev/null
+	assert_status 5
+	assert_one_error "$stderr" "refusing to stop 1 process without confirmation: no terminal \(use -y\)"
+	run --separate-stderr gs reclaim --json </dev/null
+	assert_status 5
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status)"')" "refused 5" "JSON"
+	assert_alive "$a"
+}
+
+@test "reclaim on a terminal asks first: 'n' changes nothing (exit 5), 'y' proceeds" {
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	cmd=$(printf '%q reclaim >%q 2>&1' "$GPUSLATE_BIN" "$BATS_TEST_TMPDIR/no.out")
+	pty_start no "$cmd"
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/no.out" "Proceed?"
+	assert_alive "$a"
+	pty_type no n
+	bg_wait no 20
+	assert_eq "$BG_STATUS" 5 "exit status after 'n'"
+	assert_match "$(cat "$BATS_TEST_TMPDIR/no.out")" "not confirmed: nothing was changed" message
+	assert_alive "$a"
+
+	cmd=$(printf '%q reclaim --json >%q 2>%q' "$GPUSLATE_BIN" "$BATS_TEST_TMPDIR/yes.json" "$BATS_TEST_TMPDIR/yes.err")
+	pty_start yes "$cmd"
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/yes.err" "Proceed?"
+	pty_type yes y
+	bg_wait yes 20
+	assert_eq "$BG_STATUS" 0 "exit status after 'y'"
+	output=$(cat "$BATS_TEST_TMPDIR/yes.json")
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_dead "$a"
+}
+
+@test "reclaim: a PID reused between discovery and signal is never signalled" {
+	# In a private PID namespace: discover holder A (pid P), and while
+	# gpuslate waits for confirmation, kill A and start holder B with the
+	# same pid P (through ns_last_pid). Then confirm. B must be untouched.
+	require_pidns
+	command -v script >/dev/null || skip "script (util-linux) is not installed"
+	cat >"$BATS_TEST_TMPDIR/ns.sh" <<-'EOF'
+		d=$1
+		waitf() { for i in $(seq 1000); do [ -e "$1" ] && return 0; sleep 0.01; done; return 1; }
+		"$GS_HOLDER" --gpu 0 --mib 2048 --ready-file "$d/a.ready" </dev/null >/dev/null 2>&1 &
+		a=$!
+		waitf "$d/a.ready" || exit 10
+		mkfifo "$d/in"
+		script -q -e -c "$GPUSLATE_BIN reclaim --json >$d/out.json 2>$d/err" /dev/null <"$d/in" >"$d/tty" 2>&1 &
+		s=$!
+		exec 7>"$d/in"
+		for i in $(seq 1000); do grep -q Proceed "$d/err" 2>/dev/null && break; sleep 0.01; done
+		grep -q Proceed "$d/err" || exit 11
+		kill -KILL "$a"; wait "$a"
+		echo $((a - 1)) >/proc/sys/kernel/ns_last_pid
+		"$GS_HOLDER" --gpu 0 --mib 512 --ready-file "$d/b.ready" </dev/null >/dev/null 2>&1 &
+		b=$!
+		waitf "$d/b.ready" || exit 12
+		echo "$a $b" >"$d/pids"
+		echo y >&7
+		exec 7>&-
+		wait "$s"
+		echo $? >"$d/rc"
+		# B is alive if it still runs (a holder exits on SIGTERM).
+		state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$b/status" 2>/dev/null)
+		echo "${state:-gone}" >"$d/b_state"
+	EOF
+	bg ns env GS_HOLDER="$GS_HOLDER" unshare --pid --fork --mount-proc --kill-child bash "$BATS_TEST_TMPDIR/ns.sh" "$BATS_TEST_TMPDIR"
+	bg_wait ns 60
+	assert_eq "$BG_STATUS" 0 "namespace script"
+	read -r a b <"$BATS_TEST_TMPDIR/pids"
+	[ "$a" = "$b" ] || skip "could not reuse pid $a (got $b)"
+	output=$(cat "$BATS_TEST_TMPDIR/out.json")
+	assert_eq "$(jqo "[.processes[] | select(.pid == $a) | .outcome, (.signals | length)] | map(tostring) | join(\" \")")" \
+		"pid-reused 0" "outcome and signals for pid $a"
+	assert_match "$(cat "$BATS_TEST_TMPDIR/b_state")" "^[RSD]$" "the new process (state)"
+	# B holds GPU 0 and is not what was planned: not clean, and said so.
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/rc")" 1 "exit status"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .held_by | map(tostring) | join(",")')" "$b" "GPU 0 held by"
+}
+
+@test "reclaim: NVML hangs during the wait: bounded, exit 3, the report keeps what was stopped" {
+	start_holder a --gpu 0 --mib 1024 --ignore-term
+	a=$(rpid a)
+	# Discovery reads the memory of the 2 GPUs; the wait's first read hangs.
+	echo "hang_after nvmlDeviceGetMemoryInfo_v2 2" >"$FAKE_NVML_STATE/inject"
+	t0=$(now_ms)
+
+	run --separate-stderr gs reclaim -y --json --grace 0.3 --nvml-timeout 0.5
+	t1=$(now_ms)
+	assert_status 3
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status)"')" "driver-failure 3" verdict
+	assert_match "$(jqo .driver_error)" "did not answer in time" driver_error
+	assert_eq "$(proc_json "$a" '"\(.outcome) \(.signals | join(","))"')" "killed SIGTERM,SIGCONT,SIGKILL" "what was stopped"
+	[ $((t1 - t0)) -lt 10000 ] || { echo "took $((t1 - t0)) ms" >&2; false; }
+	assert_dead "$a"
+}
+
+@test "reclaim: NVML fails during the wait: exit 3, the report keeps what was stopped" {
+	start_holder a --gpu 1 --mib 1024
+	a=$(rpid a)
+	echo "fail_after nvmlDeviceGetMemoryInfo_v2 2 999" >"$FAKE_NVML_STATE/inject"
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 3
+	assert_eq "$(jqo .verdict)" driver-failure verdict
+	assert_match "$(jqo .driver_error)" "^reading GPU memory failed" driver_error
+	assert_eq "$(proc_json "$a" .outcome)" exited-after-term "what was stopped"
+	assert_dead "$a"
+}
+
+@test "reclaim: Ctrl-C during the grace period stops escalating: no SIGKILL, exit 1" {
+	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
+	p=$(rpid stubborn)
+	# Stopped, so that its state shows when gpuslate's SIGCONT (sent right
+	# after SIGTERM) arrived: then the grace period has begun.
+	kill -STOP "$p"
+	wait_for 5 eval '[ "$(proc_state "$p")" = T ]'
+	t0=$(now_ms)
+	bg ctrlc "$GPUSLATE_BIN" reclaim -y --json --grace 60
+	wait_for 20 eval '[ "$(proc_state "$p")" != T ]'
+	kill -INT "$BG_PID"
+	bg_wait ctrlc 20
+	t1=$(now_ms)
+	output=$BG_OUT
+	assert_eq "$BG_STATUS" 1 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "interrupted SIGTERM,SIGCONT" "the holder"
+	assert_alive "$p"
+	[ $((t1 - t0)) -lt 20000 ] || { echo "took $((t1 - t0)) ms" >&2; false; }
+}
+
+@test "reclaim: two reclaims at once serialize on the lock" {
+	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
+	p=$(rpid stubborn)
+	bg first "$GPUSLATE_BIN" reclaim -y --json --grace 1
+	first=$BG_PID
+	wait_for 10 eval '[ "$(cat "$GPUSLATE_LOCK_FILE" 2>/dev/null)" = "$first" ]'
+	bg second "$GPUSLATE_BIN" reclaim -y --json
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/second.err" "another gpuslate reclaim is running"
+	bg_wait first 30
+	assert_eq "$BG_STATUS" 0 "first's exit status"
+	output=$BG_OUT
+	assert_eq "$(proc_json "$p" .outcome)" killed "first killed the holder"
+	bg_wait second 30
+	assert_eq "$BG_STATUS" 0 "second's exit status"
+	output=$BG_OUT
+	# The second planned only after the first was done: nothing left to stop.
+	assert_eq "$(jqo '"\(.verdict) \(.plan.targets | length)"')" "clean 0" "second's plan"
+	assert_dead "$p"
+}
+
+@test "reclaim: another reclaim holding the lock past --timeout: refused, exit 5, nothing killed" {
+	start_holder a --gpu 0 --mib 1024
+	launch locker bash -c 'exec 9>"$1"; flock -x 9; echo "pid=$$" >"$2"; exec sleep 600' \
+		_ "$GPUSLATE_LOCK_FILE" "$BATS_TEST_TMPDIR/locker.ready"
+
+	run --separate-stderr gs reclaim -y --timeout 0.5
+	assert_status 5
+	assert_one_error "$stderr" "another gpuslate reclaim still holds the lock"
+	assert_alive "$(rpid a)"
+}
+
+@test "wait: exit 1 at --timeout while a holder stays, and it signals nothing" {
+	start_holder a --gpu 0 --mib 1024
+
+	run --separate-stderr gs wait --timeout 0.5 --json
+	assert_status 1
+	assert_eq "$(jqo '"\(.verdict) \(.timed_out) \(.processes | length)"')" "not-clean true 0" "verdict, timed out, processes"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .held_by | map(tostring) | join(",")')" "$(rpid a)" "held by"
+	assert_alive "$(rpid a)"
+}
+
+@test "wait: exit 0 once the holder exits on its own" {
+	command -v script >/dev/null || skip "script (util-linux) is not installed"
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	# On a terminal, wait shows its progress: the condition that it waits.
+	cmd=$(printf 'env -u GPUSLATE_NO_PROGRESS %q wait --timeout 30 --json >%q' "$GPUSLATE_BIN" "$BATS_TEST_TMPDIR/w.json")
+	pty_start w "$cmd"
+	pty_type w ""
+	wait_for 20 pty_shows w "waiting .*GPU 0 1024 MiB held"
+	kill -TERM "$a"
+	bg_wait w 30
+	assert_eq "$BG_STATUS" 0 "exit status"
+	output=$(cat "$BATS_TEST_TMPDIR/w.json")
+	assert_eq "$(jqo '"\(.verdict) \(.processes | length)"')" "clean 0" "verdict, processes"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.memory_before_mib) \(.memory_after_mib)"')" "1024 0" "GPU 0"
+}
