@@ -158,8 +158,8 @@ bg_wait() {
 	local name=$1 pid
 	pid=$(cat "$BATS_TEST_TMPDIR/$name.pid")
 	wait_for "${2:-30}" dead "$pid" || return 1
-	wait "$pid"
-	BG_STATUS=$?
+	BG_STATUS=0
+	wait "$pid" || BG_STATUS=$?
 	BG_OUT=$(cat "$BATS_TEST_TMPDIR/$name.out")
 	BG_ERR=$(cat "$BATS_TEST_TMPDIR/$name.err")
 }

@@ -320,15 +320,20 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$output" $'0, 1000\n1, 0' "memory after"
 }
 
-@test "reclaim --match selects by command line" {
+@test "reclaim --match selects by command line; what it does not select is left alone" {
 	start_holder t --as trainer --gpu 0 --mib 1000
 	start_holder s --as server --gpu 0 --mib 2000
+	t=$(rpid t) s=$(rpid s)
+
 	run --separate-stderr gs reclaim -y --match 'trainer' --json
-	assert_status 1 # server still holds GPU 0
-	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$(rpid t)" targets
-	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .held_by | map(tostring) | join(",")')" "$(rpid s)" "GPU 0 held by"
-	assert_dead "$(rpid t)"
-	assert_alive "$(rpid s)"
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$t" targets
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $s) | .reason")" "not selected" "server"
+	# Clean for this selection: the memory of what it left alone is the
+	# baseline.
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.baseline_mib)"')" "true 2000 2016" "GPU 0"
+	assert_dead "$t"
+	assert_alive "$s"
 }
 
 @test "reclaim --dry-run prints the plan and changes nothing" {
