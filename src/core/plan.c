@@ -248,6 +248,34 @@ static int unit_index(struct gs_plan *p, const char *unit, const char *container
 	return (int)p->n_units - 1;
 }
 
+/* Units that serve the whole host: a stray GPU process inside one (an ssh
+ * session without logind, a cron job, a job step without cgroup tracking)
+ * is signalled on its own, never by stopping sshd, cron or slurmd. */
+static const char *const infrastructure_units[] = {
+	"sshd.service", "ssh.service", "dropbear.service", "cron.service", "crond.service",
+	"anacron.service", "atd.service", "dbus.service", "dbus-broker.service", "polkit.service",
+	"slurmd.service", "slurmctld.service", "slurmdbd.service", "munge.service",
+	"docker.service", "containerd.service", "crio.service", "podman.service", "kubelet.service",
+	"libvirtd.service", "lxc.service", "lxcfs.service", "lxd.service", "incus.service",
+	"NetworkManager.service", "networking.service", "rsyslog.service", "syslog.service",
+	"nvidia-persistenced.service", "nvidia-fabricmanager.service", "nvidia-dcgm.service",
+	"dcgm.service", "nvidia-imex.service", "gpuslate.service",
+};
+
+bool gs_unit_is_infrastructure(const char *unit)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(infrastructure_units); i++)
+		if (!strcmp(unit, infrastructure_units[i]))
+			return true;
+	/* Families: systemd's own, login managers, Proxmox's daemons. */
+	return gs_startswith(unit, "systemd-") || gs_startswith(unit, "user@") ||
+	       gs_startswith(unit, "getty@") || gs_startswith(unit, "serial-getty@") ||
+	       gs_startswith(unit, "pve") || gs_startswith(unit, "lxc@") ||
+	       gs_startswith(unit, "container-getty@") || gs_startswith(unit, "gdm") ||
+	       gs_startswith(unit, "sddm") || gs_startswith(unit, "lightdm") ||
+	       gs_startswith(unit, "display-manager");
+}
+
 /* Which unit stop, if any, ends this target the way its supervisor expects. */
 static int choose_unit(struct gs_plan *p, const struct gs_holder *h, const struct gs_selection *sel,
 		       const struct gs_owner *self_owner)
@@ -256,13 +284,14 @@ static int choose_unit(struct gs_plan *p, const struct gs_holder *h, const struc
 
 	if (sel->no_units)
 		return -1;
-	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service")) {
+	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service") && !gs_unit_is_infrastructure(o->name)) {
 		/* Never stop the unit gpuslate itself runs in. */
 		if (self_owner->kind == GS_OWNER_UNIT && !strcmp(self_owner->name, o->name))
 			return -1;
 		return unit_index(p, o->name, "");
 	}
-	if (o->kind == GS_OWNER_LXC && gs_endswith(o->unit, ".service") && (sel->have_pct || sel->have_lxc_attach))
+	if (o->kind == GS_OWNER_LXC && gs_endswith(o->unit, ".service") && !gs_unit_is_infrastructure(o->unit) &&
+	    (sel->have_pct || sel->have_lxc_attach))
 		return unit_index(p, o->unit, o->name);
 	return -1;
 }

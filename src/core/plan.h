@@ -98,6 +98,10 @@ const char *gs_action_str(enum gs_action a);
 const char *gs_leave_str(enum gs_leave w);
 const char *gs_why_str(enum gs_why w);
 
+/* Units serving the whole host (sshd, cron, slurmd, systemd-*, ...): never
+ * stopped by gpuslate; a holder inside one is signalled on its own. */
+bool gs_unit_is_infrastructure(const char *unit);
+
 /* Is pid one of the plan's targets? */
 const struct gs_target *gs_plan_find_target(const struct gs_plan *p, pid_t pid);
 
