@@ -132,7 +132,7 @@ install: $(B)/gpuslate $(B)/gpuslate.1
 	$(INSTALL) -D -m 0644 $(B)/gpuslate.1 $(DESTDIR)$(MANDIR)/man1/gpuslate.1
 	$(INSTALL) -D -m 0644 completions/gpuslate.bash $(DESTDIR)$(BASHCOMPDIR)/gpuslate
 	$(INSTALL) -D -m 0644 completions/_gpuslate $(DESTDIR)$(ZSHCOMPDIR)/_gpuslate
-	$(foreach f,$(EXAMPLES),$(INSTALL) -D -m 0644 $(f) $(DESTDIR)$(DOCDIR)/$(f);)
+	set -e; $(foreach f,$(EXAMPLES),$(INSTALL) -D -m 0644 $(f) $(DESTDIR)$(DOCDIR)/$(f);)
 	@if [ -f $(SLURM_EPILOG) ]; then \
 		echo "$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog"; \
 		$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog; \

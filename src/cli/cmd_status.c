@@ -17,6 +17,20 @@ void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *
 		gs_warn("%s; %s", s->gpu_warning,
 			!strcmp(s->gpu_source, "procfs") ? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
 							 : "holders from the fd scan only");
+	{
+		/* The driver reports host PIDs. If none of them exists here, we
+		 * are most likely inside a container's PID namespace. */
+		size_t listed = 0, dead = 0;
+
+		for (size_t i = 0; i < s->n_holders; i++)
+			if (s->holders[i].nvml_listed) {
+				listed++;
+				dead += !s->holders[i].alive;
+			}
+		if (listed >= 2 && dead == listed)
+			gs_warn("none of the %zu PIDs the driver lists exists here: gpuslate seems to run in another "
+				"PID namespace (a container); run it on the host to see and stop the holders", listed);
+	}
 	if (s->n_denied && !cli->quiet) {
 		char list[256];
 		size_t off = 0;

@@ -301,7 +301,7 @@ int gs_runner_run(char **const *argvs, size_t n, const struct gs_runner_opts *o,
 		if (!stopping && o->interrupted && *o->interrupted) {
 			stopping = true;
 			for (unsigned k = 0; k < fanout; k++)
-				if (slots[k].used && !slots[k].end_state)
+				if (slots[k].used && !slots[k].end_state && !slots[k].reaped)
 					slot_end_step(&slots[k], o, now, GS_RUN_INTERRUPTED);
 			/* What was never started is finished as it is. */
 			for (; next < n; next++) {

@@ -49,6 +49,10 @@ holder_pid() { sed -n 's/^pid=//p' "$T/$1.ready"; }
 gs() { "$GPUSLATE_BIN" "$@"; }
 
 setup_file() {
+	# Network namespaces need root; the suite needs the real OpenSSH server.
+	if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || [ ! -x /usr/sbin/sshd ] || ! command -v jq >/dev/null; then
+		skip "needs root, iproute2, openssh-server and jq"
+	fi
 	export T=$BATS_FILE_TMPDIR/fleet
 	mkdir -p "$T/home" "$T/tools"
 	"$MKHOSTS" up "$T"
@@ -117,6 +121,15 @@ setup_file() {
 		rm -f "$d/run.$$"
 		exit $rc
 	EOF
+	cat >"$T/tools/onhost" <<-EOF
+		#!/bin/sh
+		# onhost NAME CMD...: run CMD locally as host NAME would (exec= template).
+		set -a
+		. "$T/hosts/\$1/env"
+		set +a
+		shift
+		exec "\$@"
+	EOF
 	cat >"$T/tools/garbage" <<-'EOF'
 		#!/bin/sh
 		printf 'Welcome to \033[31mgpu\033[0m!\n\001 this is not JSON\n'
@@ -146,6 +159,7 @@ setup_file() {
 
 teardown_file() {
 	local pid
+	[ -n "${T:-}" ] || return 0
 	if [ -f "$T/holders" ]; then
 		while read -r pid; do
 			[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = gs-holder ] && kill -KILL "$pid" 2>/dev/null
@@ -388,4 +402,20 @@ start_eight() {
 	cat "$T/conc/seen"
 	[ "$(wc -l <"$T/conc/seen")" -eq 8 ]
 	[ "$(sort -n "$T/conc/seen" | tail -1)" -le 2 ]
+}
+
+@test "wait on a fleet: clean hosts pass, a held GPU is not clean after --timeout" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 0 --mib 1024
+	run -1 gs -w 'gpu[01-03]' wait --timeout 1
+	echo "$output"
+	[[ "$output" == *"gpu[01,03]: clean, 2 GPUs, 0 MiB"* ]]
+	[[ "$output" == *"gpu02: not clean, 2 GPUs, 1024 MiB: GPU 0 held by $(holder_pid h2) (gs-holder)"* ]]
+}
+
+@test "exec template (pdsh's exec module): %h replaced, remote argv appended as words, no ssh" {
+	printf 'gpu04 exec="%s %%h"\n' "$T/tools/onhost" >"$T/inventory.exec"
+	start_holder "$T/hosts/gpu04/env" h4 --gpu 1 --mib 512
+	run -1 env GPUSLATE_SSH=/nonexistent/ssh "$GPUSLATE_BIN" -w gpu04 --hosts-file "$T/inventory.exec" status
+	echo "$output"
+	[ "${lines[0]}" = "gpu04: not clean, 2 GPUs, 512 MiB: GPU 1 held by $(holder_pid h4) (gs-holder)" ]
 }

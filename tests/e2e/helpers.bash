@@ -389,17 +389,55 @@ leftovers() {
 	done
 }
 
+# descendants PID...: every live descendant of these processes, as
+# "pid starttime" (children of our processes are ours: a child names its
+# live parent). One pass over /proc.
+descendants() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+		{
+			pid = $1
+			rest = $0
+			sub(/.*\) /, "", rest)
+			split(rest, f, " ")
+			if (f[1] == "Z" || f[1] == "X") next
+			parent[pid] = f[2]
+			start[pid] = f[20]
+		}
+		END {
+			n = split(roots, q, " ")
+			for (i = 1; i <= n; i++) mine[q[i]] = 1
+			do {
+				added = 0
+				for (p in parent)
+					if (!(p in mine) && (parent[p] in mine)) { mine[p] = 1; print p, start[p]; added = 1 }
+			} while (added)
+		}'
+}
+
+# Everything to end: what leftovers lists, then the descendants of those
+# still running (a helper a test started inside a holder's shell, say).
+to_end() {
+	local list p st live=()
+	list=$(leftovers)
+	printf '%s\n' "$list"
+	while read -r p st; do
+		[ -n "$p" ] && [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ] && live+=("$p")
+	done <<<"$list"
+	[ ${#live[@]} -eq 0 ] || descendants "${live[@]}"
+}
+
 teardown() {
 	local round p st left=() cg failed=
 	for round in 1 2 3; do
 		while read -r p st; do
-			[ -n "$st" ] && [ "$(starttime "$p")" = "$st" ] || continue
+			[ -n "$p" ] && [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ] || continue
 			case $(proc_state "$p") in Z | X | x) continue ;; esac
 			kill -KILL "$p" 2>/dev/null
-		done < <(leftovers)
+		done < <(to_end)
 	done
 	# Reap our own children; wait (bounded) until every process is gone.
 	while read -r p st; do
+		[ -n "$p" ] && [ -n "$st" ] || continue
 		wait "$p" 2>/dev/null
 		wait_for 5 gone_since "$p" "$st" || left+=("$p")
 	done < <(leftovers)

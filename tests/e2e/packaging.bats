@@ -353,7 +353,7 @@ on_pty() {
 	command -v tmux >/dev/null || skip "tmux not installed"
 	RELEASE_MS=4000 start_slow_holder
 	sock="$TMP/tmux.sock"
-	tmux -S "$sock" new-session -d -x 160 -y 20 \
+	env -u TMUX tmux -S "$sock" new-session -d -x 160 -y 20 \
 		"env TERM=xterm FAKE_NVML_STATE='$FAKE_NVML_STATE' GPUSLATE_DEV_ROOT='$GPUSLATE_DEV_ROOT' \
 		GPUSLATE_NVML_LIB='$GPUSLATE_NVML_LIB' GPUSLATE_LOCK_FILE='$GPUSLATE_LOCK_FILE' \
 		'$BIN' reclaim -y --no-units -g 0 --timeout 20; echo EXIT=\$?; sleep 30"

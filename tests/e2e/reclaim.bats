@@ -93,10 +93,10 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 @test "reclaim: a process group member that holds nothing goes with its leader" {
 	# A session (and group) leader holding the GPU, with a helper in its
 	# group that holds no GPU fd (a launcher's log shipper, say).
-	launch grp setsid bash -c 'sleep 600 & echo "helper=$!" >"$1.tmp"; exec "$2" --gpu 1 --mib 1024 --ready-file "$1"' \
+	launch grp setsid bash -c 'sleep 600 & echo "helper=$!" >"$1.helper"; exec "$2" --gpu 1 --mib 1024 --ready-file "$1"' \
 		_ "$BATS_TEST_TMPDIR/grp.ready" "$GS_HOLDER"
-	wait_for 5 test -f "$BATS_TEST_TMPDIR/grp.ready.tmp"
-	helper=$(sed -n 's/^helper=//p' "$BATS_TEST_TMPDIR/grp.ready.tmp")
+	wait_for 5 test -f "$BATS_TEST_TMPDIR/grp.ready.helper"
+	helper=$(sed -n 's/^helper=//p' "$BATS_TEST_TMPDIR/grp.ready.helper")
 	track "$helper"
 	leader=$(rpid grp)
 
@@ -171,6 +171,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	require_pidns
 	cat >"$BATS_TEST_TMPDIR/ns.sh" <<-'EOF'
 		d=$1
+		env true # takes PID 2 (see safety.bats: PID 2 in a namespace)
 		"$GS_HOLDER" --supervise --gpu 0 --mib 1024 --ready-file "$d/sup.ready" </dev/null >/dev/null 2>&1 3>&- &
 		for i in $(seq 1000); do [ -f "$d/sup.ready" ] && break; sleep 0.01; done
 		first=$(sed -n 's/^child=//p' "$d/sup.ready")
@@ -399,6 +400,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	cat >"$BATS_TEST_TMPDIR/ns.sh" <<-'EOF'
 		d=$1
 		waitf() { for i in $(seq 1000); do [ -e "$1" ] && return 0; sleep 0.01; done; return 1; }
+		env true # takes PID 2 (see safety.bats: PID 2 in a namespace)
 		"$GS_HOLDER" --gpu 0 --mib 2048 --ready-file "$d/a.ready" </dev/null >/dev/null 2>&1 &
 		a=$!
 		waitf "$d/a.ready" || exit 10
@@ -490,7 +492,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 @test "reclaim: two reclaims at once serialize on the lock" {
 	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
 	p=$(rpid stubborn)
-	bg first "$GPUSLATE_BIN" reclaim -y --json --grace 1
+	bg first "$GPUSLATE_BIN" reclaim -y --json --grace 2
 	first=$BG_PID
 	wait_for 10 eval '[ "$(cat "$GPUSLATE_LOCK_FILE" 2>/dev/null)" = "$first" ]'
 	bg second "$GPUSLATE_BIN" reclaim -y --json

@@ -118,6 +118,8 @@ dump_logs() {
 	log "# ---- epilog log"; sed 's/^/#   /' "$T/epilog.log" 2>/dev/null
 	log "# ---- slurmctld.log (tail)"; tail -n 25 "$T/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
 	log "# ---- slurmd.log (tail)"; tail -n 40 "$T/log/slurmd.log" 2>/dev/null | sed 's/^/#   /'
+	log "# ---- slurmd and slurmctld stdout (errors)"
+	grep -h -i -E 'error|fatal' "$T/log/slurmd.out" "$T/log/slurmctld.out" 2>/dev/null | grep -v -E 'pmix|MPI' | tail -n 20 | sed 's/^/#   /'
 	log "# ---- sinfo"; sinfo -N -o '%N %T %E' 2>&1 | sed 's/^/#   /'
 	log "# ---- squeue"; squeue 2>&1 | sed 's/^/#   /'
 }
@@ -216,6 +218,15 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=500 Gres=gpu:2 State=UNK
 PartitionName=test Nodes=$node Default=YES MaxTime=10 State=UP
 EOF
 printf 'NodeName=%s Name=gpu File=%s/gresdev/nvidia[0-1]\n' "$node" "$T" >"$T/etc/gres.conf"
+# slurmd loads a cgroup plugin even with proctrack/linuxproc and task/none. On
+# a cgroup v2 host without systemd (a CI container) cgroup/v2 cannot ask
+# systemd over D-Bus for its scope and slurmd would not start: build the
+# hierarchy by hand then. Only read by cgroup/v2. Extra lines for debugging
+# from GPUSLATE_SLURM_TEST_CGROUP (e.g. CgroupPlugin=cgroup/v2).
+{
+	echo "IgnoreSystemdOnFailure=yes"
+	printf '%b\n' "${GPUSLATE_SLURM_TEST_CGROUP:-}"
+} >"$T/etc/cgroup.conf"
 
 # gpuslate's Slurm settings (the file an admin writes to /etc/gpuslate/slurm.conf)
 cat >"$T/etc/gpuslate-slurm.conf" <<EOF
