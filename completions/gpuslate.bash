@@ -181,7 +181,8 @@ _gpuslate()
 	done
 
 	# Find the command, skipping options and their arguments.
-	local cmd= i skip=
+	local cmd= i skip= argopts
+	argopts=" $(echo $_gpuslate_argopts) "
 	for ((i = 1; i < cword; i++)); do
 		w=${COMP_WORDS[i]}
 		if [[ -n $skip ]]; then
@@ -189,7 +190,7 @@ _gpuslate()
 			continue
 		fi
 		[[ $w == = ]] && { skip=1; continue; }
-		case " $(echo $_gpuslate_argopts) " in
+		case $argopts in
 		*" $w "*) skip=1; continue ;;
 		esac
 		case $w in

@@ -83,6 +83,9 @@ int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d);
 struct gs_snapshot;
 void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s);
 
+/* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE). */
+const char *gs_last_reclaim_path(char *buf, size_t len);
+
 /* --remote: end this process when stdin reaches EOF (the controller left). */
 void gs_remote_watch_stdin(void);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/time.h>
+#include <time.h>
 
 static volatile sig_atomic_t interrupted;
 
@@ -184,8 +185,40 @@ static void fill_selection(const struct gs_cli *cli, struct gs_selection *sel, b
 	sel->have_lxc_attach = gs_program_exists("lxc-attach");
 }
 
+/* Where the last reclaim's verdict is kept for `status --format prometheus`. */
+const char *gs_last_reclaim_path(char *buf, size_t len)
+{
+	const char *p = getenv("GPUSLATE_STATE_FILE");
+
+	if (p)
+		return p;
+	if (geteuid() == 0)
+		return "/run/gpuslate.last-reclaim";
+	snprintf(buf, len, "/tmp/gpuslate-%u.last-reclaim", (unsigned)getuid());
+	return buf;
+}
+
+/* One line "<unix time> <exit status> <verdict>", replaced atomically. Best
+ * effort: a read-only /run must not turn a clean reclaim into a failure. */
+static void record_last_reclaim(const struct gs_reclaim_report *rep)
+{
+	char buf[256], tmp[300], line[128];
+	const char *path = gs_last_reclaim_path(buf, sizeof(buf));
+	int fd, n;
+
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)time(NULL), rep->exit_status, rep->verdict);
+	if (write(fd, line, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
+		(void)unlink(tmp);
+}
+
 static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 {
+	if (!strcmp(rep->command, "reclaim") && strcmp(rep->verdict, "dry-run"))
+		record_last_reclaim(rep);
 	if (cli->json) {
 		json_t *j = gs_json_reclaim(rep);
 

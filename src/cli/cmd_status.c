@@ -6,6 +6,8 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +93,12 @@ int gs_cmd_status(const struct gs_cli *cli)
 			rc = GS_EXIT_USAGE;
 		}
 	} else if (cli->prometheus) {
-		gs_print_prometheus(stdout, &s, &sel);
+		char pbuf[256], *last = NULL;
+
+		if (gs_read_file_at(AT_FDCWD, gs_last_reclaim_path(pbuf, sizeof(pbuf)), 4096, &last, NULL) < 0)
+			last = NULL;
+		gs_print_prometheus(stdout, &s, &sel, last);
+		free(last);
 	} else {
 		gs_print_status_table(stdout, &s, &sel, !cli->gpus);
 	}

@@ -552,7 +552,7 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
-void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel)
+void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim)
 {
 	static const enum gs_role roles[] = { GS_ROLE_COMPUTE, GS_ROLE_CLIENT, GS_ROLE_PROTECTED };
 
@@ -593,4 +593,25 @@ void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_g
 	fputs("# HELP gpuslate_processes_denied Processes whose file descriptors could not be read.\n"
 	      "# TYPE gpuslate_processes_denied gauge\n", f);
 	fprintf(f, "gpuslate_processes_denied %zu\n", s->n_denied);
+	if (last_reclaim) {
+		long long when;
+		int status;
+		char verdict[32];
+
+		if (sscanf(last_reclaim, "%lld %d %31s", &when, &status, verdict) == 3) {
+			fputs("# HELP gpuslate_last_reclaim_clean 1 if the last gpuslate reclaim on this host ended clean.\n"
+			      "# TYPE gpuslate_last_reclaim_clean gauge\n", f);
+			fprintf(f, "gpuslate_last_reclaim_clean{host=\"");
+			prom_label(f, s->host);
+			fprintf(f, "\",verdict=\"");
+			prom_label(f, verdict);
+			fprintf(f, "\"} %d\n", status == 0);
+			fputs("# HELP gpuslate_last_reclaim_exit_status Exit status of the last gpuslate reclaim.\n"
+			      "# TYPE gpuslate_last_reclaim_exit_status gauge\n", f);
+			fprintf(f, "gpuslate_last_reclaim_exit_status %d\n", status);
+			fputs("# HELP gpuslate_last_reclaim_timestamp_seconds When the last gpuslate reclaim ended.\n"
+			      "# TYPE gpuslate_last_reclaim_timestamp_seconds gauge\n", f);
+			fprintf(f, "gpuslate_last_reclaim_timestamp_seconds %lld\n", when);
+		}
+	}
 }

@@ -41,7 +41,9 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 			    const char *fields, const char *format, char *err, size_t errlen);
 
 /* Prometheus text format for node_exporter's textfile collector. */
-void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel);
+/* last_reclaim: the text of the last reclaim's state file
+ * ("<unix time> <exit status> <verdict>"), or NULL. */
+void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim);
 
 /* Escape a field for CSV (RFC 4180 quoting when needed). */
 void gs_csv_field(FILE *f, const char *s);

@@ -371,10 +371,10 @@ leftovers() {
 	local p st kind rf u cg
 	# Supervisors first: they would restart what is ended before them.
 	while read -r p st kind; do
-		[ "$kind" = sup ] && echo "$p $st"
+		if [ "$kind" = sup ]; then echo "$p $st"; fi
 	done <"$GS_TRACK"
 	while read -r p st kind; do
-		[ "$kind" = sup ] || echo "$p $st"
+		if [ "$kind" != sup ]; then echo "$p $st"; fi
 	done <"$GS_TRACK"
 	# Respawned since they were tracked: children in ready files, units'
 	# main processes, anything in our cgroups.
@@ -385,8 +385,11 @@ leftovers() {
 		done
 		while read -r cg; do cat "$cg/cgroup.procs" 2>/dev/null; done <"$GS_CGROUPS"
 	} | sort -un | while read -r p; do
-		[ -n "$p" ] && [ -z "$(tracked_starttime "$p")" ] && is_ours "$p" && echo "$p $(starttime "$p")"
+		if [ -n "$p" ] && [ -z "$(tracked_starttime "$p")" ] && is_ours "$p"; then
+			echo "$p $(starttime "$p")"
+		fi
 	done
+	return 0
 }
 
 # descendants PID...: every live descendant of these processes, as
@@ -418,29 +421,34 @@ descendants() {
 # still running (a helper a test started inside a holder's shell, say).
 to_end() {
 	local list p st live=()
-	list=$(leftovers)
+	list=$(leftovers) || true
 	printf '%s\n' "$list"
 	while read -r p st; do
-		[ -n "$p" ] && [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ] && live+=("$p")
+		if [ -n "$p" ] && [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ]; then live+=("$p"); fi
 	done <<<"$list"
-	[ ${#live[@]} -eq 0 ] || descendants "${live[@]}"
+	if [ ${#live[@]} -gt 0 ]; then descendants "${live[@]}" || true; fi
+	return 0
 }
 
 teardown() {
-	local round p st left=() cg failed=
+	local round p st cg failed= seen=$BATS_TEST_TMPDIR/teardown.seen left=()
+	: >"$seen"
 	for round in 1 2 3; do
+		# The whole list first: descendants are found through their
+		# parents, which must still be alive then.
+		to_end >"$seen.round"
 		while read -r p st; do
 			[ -n "$p" ] && [ -n "$st" ] && [ "$(starttime "$p")" = "$st" ] || continue
 			case $(proc_state "$p") in Z | X | x) continue ;; esac
-			kill -KILL "$p" 2>/dev/null
-		done < <(to_end)
+			echo "$p $st" >>"$seen"
+			kill -KILL "$p" 2>/dev/null || true
+		done <"$seen.round"
 	done
 	# Reap our own children; wait (bounded) until every process is gone.
 	while read -r p st; do
-		[ -n "$p" ] && [ -n "$st" ] || continue
-		wait "$p" 2>/dev/null
+		wait "$p" 2>/dev/null || true
 		wait_for 5 gone_since "$p" "$st" || left+=("$p")
-	done < <(leftovers)
+	done < <(sort -u "$seen")
 	if [ ${#left[@]} -gt 0 ]; then
 		echo "teardown: processes still running: ${left[*]}" >&2
 		failed=1

@@ -35,7 +35,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	run --separate-stderr gs reclaim -y --grace 0.5
 	t1=$(now_ms)
 	assert_status 0
-	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT,KILL +killed after 0\.[5-9][0-9] s\$" "process line"
+	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT,KILL +killed after (0\.[5-9]|[1-4]\.[0-9])[0-9] s\$" "process line"
 	assert_match "$output" "^0 +NVIDIA H200 +4096 MiB +0 MiB +16 MiB +clean, released in " "GPU 0 line"
 	assert_match "$output" "^Verdict: clean " verdict
 	assert_dead "$p"
@@ -278,6 +278,35 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
 	assert_eq "$(jqo '.gpus[] | select(.index == 1) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 16384 0" "GPU 1"
 	assert_dead "$main"
+}
+
+@test "reclaim --unit and --container select by owner" {
+	require_cgroups
+	vmid=9$$$BATS_TEST_NUMBER
+	base=gs-e2e-$$-$BATS_TEST_NUMBER/system.slice
+	start_unit --cgroup "$(make_cgroup "$base/trainer.service")" trainer -- "$GS_HOLDER" --gpu 0 --mib 100 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	trainer=$UNIT_MAIN
+	start_unit --cgroup "$(make_cgroup "$base/server.service")" server -- "$GS_HOLDER" --gpu 0 --mib 200 --ready-file "$BATS_TEST_TMPDIR/s.ready"
+	server=$UNIT_MAIN
+	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
+	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --cgroup "$(make_cgroup "lxc/$vmid/ns/system.slice/infer.service")" infer -- \
+		"$GS_HOLDER" --gpu 0 --mib 400 --ready-file "$BATS_TEST_TMPDIR/i.ready"
+	infer=$UNIT_MAIN
+	for f in t s i; do wait_for 10 test -f "$BATS_TEST_TMPDIR/$f.ready"; done
+
+	run --separate-stderr gs reclaim -y --json --unit trainer
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$trainer" "--unit trainer targets"
+	assert_eq "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop -- trainer.service" "systemctl calls"
+	assert_dead "$trainer"
+	assert_alive "$server" "$infer"
+
+	run --separate-stderr gs reclaim -y --json --container "$vmid"
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$infer" "--container targets"
+	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct calls"
+	assert_dead "$infer"
+	assert_alive "$server"
 }
 
 @test "reclaim: slow teardown: waits until the memory is back and reports the time" {

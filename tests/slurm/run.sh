@@ -262,7 +262,11 @@ pids+=($!)
 
 node_state() { sinfo -h -N -n "$node" -o %T 2>/dev/null | head -n 1; }
 node_is() { [ "$(node_state)" = "$1" ]; }
-wait_until 60 "node $node idle" node_is idle || die "cluster did not come up"
+ctld_pid=${pids[1]} slurmd_pid=${pids[2]}
+up_or_dead() { node_is idle || ! alive "$ctld_pid" || ! alive "$slurmd_pid"; }
+wait_until 60 "node $node idle" up_or_dead || die "cluster did not come up"
+alive "$slurmd_pid" || die "slurmd exited at start (see its errors below)"
+alive "$ctld_pid" || die "slurmctld exited at start (see its errors below)"
 ok "one-node cluster up: slurmctld, slurmd, munged; node $node idle in $(secs_since "$t_start")s"
 
 # ---- helpers for jobs ------------------------------------------------------
