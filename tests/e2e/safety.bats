@@ -182,5 +182,4 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 		assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$a" "signalled"
 		assert_dead "$a"
 	fi
-}}" 2>/dev/null || echo 0)" 0 "bogus targets"
 }
