@@ -162,3 +162,65 @@ deb:
 	@ls -1 $(abspath $(DEBDIR))/*.deb
 
 -include $(REL_OBJS:.o=.d) $(SAN_OBJS:.o=.d) $(B)/rel/src/cli/main.d $(B)/san/src/cli/main.d
+
+# ---- Hardening (issue 7): fuzzing, static analysis, Valgrind, allocation
+# failures. See docs/security.md. These targets only add rules.
+
+# Fuzzing: one libFuzzer target per parser, built with clang from the
+# parsers' own sources (not the gcc-built library) under ASan+UBSan, each run
+# for FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/NAME).
+# Crashes land in build/fuzz/artifacts/. `make -j2 fuzz` runs two at once.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer -g -O1
+FUZZ_CFLAGS := $(CSTD) $(WARN) -Wno-unused-command-line-argument -Isrc -DGS_VERSION='"$(VERSION)"'
+FUZZ_TARGETS := pidstat pidstatus owner maps_line proc_devices nvidia_information hostlist \
+	inventory gpusel merge
+# The sources each parser needs, linked directly.
+FUZZ_SRC_pidstat := src/proc/procinfo.c src/proc/owner.c src/util/util.c
+FUZZ_SRC_pidstatus := $(FUZZ_SRC_pidstat)
+FUZZ_SRC_owner := src/proc/owner.c src/util/util.c
+FUZZ_SRC_maps_line := src/proc/holderscan.c src/proc/devset.c src/util/util.c
+FUZZ_SRC_proc_devices := src/proc/devset.c src/util/util.c
+FUZZ_SRC_nvidia_information := src/gpu/procfs_nvidia.c src/util/util.c
+FUZZ_SRC_hostlist := src/fleet/hostlist.c src/util/util.c
+FUZZ_SRC_inventory := src/fleet/inventory.c src/fleet/hostlist.c src/util/util.c
+FUZZ_SRC_gpusel := src/core/gpusel.c src/util/util.c
+FUZZ_SRC_merge := src/fleet/merge.c src/fleet/hostlist.c src/util/util.c
+FUZZ_MAXLEN_inventory := 16384
+FUZZ_MAXLEN_merge := 16384
+FUZZ_DICT_merge := -dict=tests/fuzz/json.dict
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
+
+.PHONY: fuzz fuzz-build fuzz-regress analyze analyze-tidy analyze-cppcheck analyze-gcc valgrind failalloc
+
+$(B)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+
+define FUZZ_LINK_RULE
+$(B)/fuzz/fuzz_$(1): $(B)/fuzz/obj/tests/fuzz/fuzz_$(1).o $(FUZZ_SRC_$(1):%.c=$(B)/fuzz/obj/%.o)
+	$$(FUZZ_CC) $$(FUZZ_FLAGS) -fsanitize=fuzzer -o $$@ $$^ -ljansson -lpthread -lm
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_LINK_RULE,$(t))))
+
+fuzz-build: $(FUZZ_BINS)
+
+# Every seed through every target once (fast; what a crash-turned-seed needs).
+fuzz-regress: $(FUZZ_BINS)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		$(B)/fuzz/fuzz_$$t -runs=0 tests/fuzz/corpus/$$t 2>&1 | tail -n 1; done
+
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+
+fuzz-run-%: $(B)/fuzz/fuzz_%
+	@mkdir -p $(B)/fuzz/work/$* $(B)/fuzz/artifacts
+	@echo "== fuzz $* for $(FUZZ_SECONDS) s"
+	@$(B)/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-max_len=$(or $(FUZZ_MAXLEN_$*),4096) $(FUZZ_DICT_$*) -print_final_stats=1 \
+		-artifact_prefix=$(B)/fuzz/artifacts/$*- $(B)/fuzz/work/$* tests/fuzz/corpus/$* \
+		>$(B)/fuzz/$*.log 2>&1 || { tail -n 60 $(B)/fuzz/$*.log; exit 1; }
+	@grep -E '^stat::number_of_executed_units|^Done' $(B)/fuzz/$*.log | tr '\n' ' '; echo
+
+-include $(wildcard $(B)/fuzz/obj/src/*/*.d $(B)/fuzz/obj/tests/fuzz/*.d)

@@ -215,6 +215,26 @@ static void record_last_reclaim(const struct gs_reclaim_report *rep)
 		(void)unlink(tmp);
 }
 
+/* A stopped process whose parent lives on (and is neither a target, init,
+ * nor one of our own ancestors, such as the shell that started both) may
+ * be restarted by that parent: watch for a respawn after the GPUs look clean. */
+#define GS_RESPAWN_WATCH_MS 1000
+static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_ptable *pt, pid_t self)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_pidstat *st = gs_ptable_find(pt, p->targets[i].pid);
+		pid_t pp = st ? st->ppid : 0;
+
+		if (p->targets[i].action == GS_ACT_STOP_UNIT)
+			continue; /* systemd does not restart what it stopped */
+		if (pp <= 1 || gs_plan_find_target(p, pp) || gs_ptable_is_ancestor(pt, pp, self))
+			continue;
+		if (gs_ptable_find(pt, pp))
+			return GS_RESPAWN_WATCH_MS;
+	}
+	return 0;
+}
+
 static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 {
 	if (!strcmp(rep->command, "reclaim") && strcmp(rep->verdict, "dry-run"))
@@ -222,7 +242,7 @@ static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 	if (cli->json) {
 		json_t *j = gs_json_reclaim(rep);
 
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		fputc('\n', stdout);
 		json_decref(j);
 	} else {
@@ -352,6 +372,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 			rc = GS_EXIT_DRIVER;
 			goto out_plan;
 		}
+		vo.respawn_watch_ms = acting ? respawn_watch(&plan, &pt, d.self) : 0;
 		if (acting && plan.n_targets) {
 			struct gs_stop_opts so = {
 				.tick = stop_tick,

@@ -80,7 +80,7 @@ int gs_cmd_status(const struct gs_cli *cli)
 	if (cli->json) {
 		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
 
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		fputc('\n', stdout);
 		json_decref(j);
 	} else if (cli->csv) {

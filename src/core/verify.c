@@ -26,8 +26,24 @@ static bool was_known(const struct gs_snapshot *before, const struct gs_holder *
 	return b && b->info_ok && h->info_ok && b->info.st.starttime == h->info.st.starttime;
 }
 
-static void describe_respawn(const struct gs_verify_opts *o, const struct gs_holder *h, struct gs_respawn *rs)
+static void parent_comm(int proc_fd, const struct gs_snapshot *b, pid_t ppid, char *buf, size_t len)
 {
+	const struct gs_holder *parent = gs_snapshot_find(b, ppid);
+	struct gs_pidstat st;
+
+	if (parent && parent->info_ok)
+		gs_strlcpy(buf, parent->info.st.comm, len);
+	else if (gs_pidstat_read(proc_fd, ppid, &st) == 0)
+		gs_strlcpy(buf, st.comm, len);
+	else
+		gs_strlcpy(buf, "?", len);
+}
+
+static void describe_respawn(int proc_fd, const struct gs_verify_opts *o, const struct gs_holder *h,
+			     struct gs_respawn *rs)
+{
+	char pc[64];
+
 	const struct gs_plan *op = o->old_plan;
 	const struct gs_snapshot *b = o->before;
 	const struct gs_owner *ow = &h->info.owner;
@@ -47,15 +63,15 @@ static void describe_respawn(const struct gs_verify_opts *o, const struct gs_hol
 			return;
 		}
 		if (oh && oh->info_ok && oh->info.st.ppid == h->info.st.ppid && h->info.st.ppid > 1) {
-			const struct gs_holder *parent = gs_snapshot_find(b, h->info.st.ppid);
-
-			snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid,
-				 parent && parent->info_ok ? parent->info.st.comm : "?");
+			parent_comm(proc_fd, b, h->info.st.ppid, pc, sizeof(pc));
+			snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid, pc);
 			return;
 		}
 	}
-	if (h->info.st.ppid > 1)
-		snprintf(rs->by, sizeof(rs->by), "parent %d", (int)h->info.st.ppid);
+	if (h->info.st.ppid > 1) {
+		parent_comm(proc_fd, b, h->info.st.ppid, pc, sizeof(pc));
+		snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid, pc);
+	}
 	else
 		snprintf(rs->by, sizeof(rs->by), "a new process");
 }
@@ -101,8 +117,11 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 		for (size_t g = 0; g < r->n_gpus; g++) {
 			struct gs_gpu_verdict *v = &r->gpus[g];
 
-			if (gs_gpuset_has(&h->gpus, v->gpu) && v->n_held_by < GS_ARRAY_SIZE(v->held_by))
+			if (gs_gpuset_has(&h->gpus, v->gpu) && v->n_held_by < GS_ARRAY_SIZE(v->held_by)) {
+				gs_strlcpy(v->held_comm[v->n_held_by], h->info_ok ? h->info.st.comm : "?",
+					   sizeof(v->held_comm[0]));
 				v->held_by[v->n_held_by++] = h->pid;
+			}
 		}
 		if (was_known(o->before, h)) {
 			*ret_old_left = true;
@@ -113,7 +132,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 			if (nr) {
 				r->respawns = nr;
 				memset(&nr[r->n_respawns], 0, sizeof(*nr));
-				describe_respawn(o, h, &nr[r->n_respawns]);
+				describe_respawn(d->root.proc_fd, o, h, &nr[r->n_respawns]);
 				r->n_respawns++;
 			}
 		}
@@ -192,7 +211,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 	const struct gs_plan *p = o->old_plan;
 	uint64_t start = gs_now_ms(), deadline = start + o->timeout_ms;
 	uint64_t poll_ms = o->poll_ms ? o->poll_ms : 5, rescan_ms = o->rescan_ms ? o->rescan_ms : 200;
-	uint64_t next_rescan = 0, next_progress = start + 200;
+	uint64_t next_rescan = 0, next_progress = start + 200, clean_since = 0;
 	bool old_left = true, new_holders = false, all_released;
 	int rc;
 
@@ -229,8 +248,17 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 			}
 			next_rescan = now + rescan_ms;
 			if (all_released && !old_left && !new_holders) {
-				r->clean = true;
-				break;
+				/* Clean now; a supervisor may still restart what we
+				 * stopped: watch a little longer when one may exist. */
+				if (!clean_since)
+					clean_since = now;
+				if (now - clean_since >= o->respawn_watch_ms || now >= deadline) {
+					r->clean = true;
+					break;
+				}
+				next_rescan = now + 50;
+			} else {
+				clean_since = 0;
 			}
 			/* Everything we stopped is gone but something new holds the
 			 * GPU: a respawn. Waiting longer would only hide it. */
@@ -258,6 +286,10 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 
 		v->clean = (!v->mem_known || v->after <= v->baseline) && v->n_held_by == 0;
 		v->unattributed = v->mem_known && v->after > v->baseline && v->n_held_by == 0;
+		/* Everything the selection targets has gone but the driver still
+		 * accounts the memory: teardown not finished (or a holder we
+		 * cannot see). */
+		v->holders_gone = v->unattributed && !old_left;
 		if (!v->clean)
 			r->clean = false;
 	}

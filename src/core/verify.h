@@ -21,7 +21,9 @@ struct gs_gpu_verdict {
 	bool released;           /* memory reached the baseline */
 	uint64_t released_ms;    /* since t0, when it did */
 	pid_t held_by[16];       /* processes the selection targets that still hold it */
+	char held_comm[16][16];  /* their names */
 	size_t n_held_by;
+	bool holders_gone;       /* every holder exited, memory not yet back */
 	bool unattributed;       /* memory above baseline with no holder to blame */
 };
 
@@ -38,6 +40,9 @@ struct gs_verify_opts {
 	uint64_t t0_ns;          /* when stopping began (release times count from here) */
 	volatile sig_atomic_t *interrupted;
 	bool keep_waiting_on_respawn; /* `wait`: new holders may still go away */
+	/* After the GPUs look clean, keep re-scanning this long for a respawn
+	 * (set when a stopped process has a live parent that may restart it). */
+	uint64_t respawn_watch_ms;
 	const struct gs_selection *sel;
 	/* Called about every 200 ms while waiting (progress display). */
 	void (*progress)(void *ud, const struct gs_gpu_verdict *v, size_t n, uint64_t elapsed_ms);

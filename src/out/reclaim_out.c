@@ -141,9 +141,13 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		if (gv->mem_known)
 			off += (size_t)snprintf(buf + off, len - off, " %llu MiB used",
 						(unsigned long long)(gv->after / GS_MIB));
-		for (size_t k = 0; k < gv->n_held_by && off + 32 < len; k++)
-			off += (size_t)snprintf(buf + off, len - off, "%s%d", k ? "," : " held by ", (int)gv->held_by[k]);
-		if (gv->unattributed && off + 40 < len)
+		for (size_t k = 0; k < gv->n_held_by && off + 48 < len; k++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%d (%s)", k ? ", " : ", held by ",
+						(int)gv->held_by[k], gv->held_comm[k]);
+		if (gv->holders_gone && off + 64 < len)
+			off += (size_t)snprintf(buf + off, len - off, ", not released %.1f s after its holders exited",
+						v->waited_ms / 1000.0);
+		else if (gv->unattributed && off + 40 < len)
 			off += (size_t)snprintf(buf + off, len - off, " by no visible process");
 		off += (size_t)snprintf(buf + off, len - off, ";");
 	}
@@ -214,11 +218,12 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 				for (size_t k = 0; k < gv->n_held_by; k++) {
 					const struct gs_holder *h = gs_snapshot_find(s, gv->held_by[k]);
 
-					fprintf(f, "%s%d%s%s%s", k ? ", " : ": held by ", (int)gv->held_by[k],
-						h && h->info_ok ? " (" : "", h && h->info_ok ? h->info.st.comm : "",
-						h && h->info_ok ? ")" : "");
+					(void)h;
+					fprintf(f, "%s%d (%s)", k ? ", " : ": held by ", (int)gv->held_by[k], gv->held_comm[k]);
 				}
-				if (gv->unattributed)
+				if (gv->holders_gone)
+					fprintf(f, ": holders gone, memory not released yet");
+				else if (gv->unattributed)
 					fprintf(f, ": memory above the baseline, no visible holder");
 				fputc('\n', f);
 			}
@@ -278,7 +283,17 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	json_object_set_new(j, "dry_run", json_boolean(r->dry_run));
 	gs_reclaim_summary(r, summary, sizeof(summary));
 	json_object_set_new(j, "summary", json_string(summary));
-	json_object_set_new(j, "reason", json_string(r->reason && *r->reason ? r->reason : summary));
+	{
+		/* An operator's --reason leads; the diagnosis follows when the
+		 * GPUs are not clean, so a drain reason says what was wrong. */
+		char reason[1400];
+
+		if (r->reason && *r->reason && strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+			snprintf(reason, sizeof(reason), "%s: %s", r->reason, summary);
+		else
+			snprintf(reason, sizeof(reason), "%s", r->reason && *r->reason ? r->reason : summary);
+		json_object_set_new(j, "reason", json_string(reason));
+	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
 

@@ -8,9 +8,7 @@
 # Needs: GPUSLATE_BIN (the binary under test) and GPUSLATE_BUILD (the build
 # directory with fakes/), as set by `make test-e2e`; bats >= 1.5, jq.
 
-if [ -z "${GS_E2E_NS:-}" ]; then
-	bats_require_minimum_version 1.5.0
-fi
+bats_require_minimum_version 1.5.0
 
 : "${GPUSLATE_BIN:?GPUSLATE_BIN must point at the gpuslate binary (run: make test-e2e)}"
 : "${GPUSLATE_BUILD:?GPUSLATE_BUILD must point at the build directory (run: make test-e2e)}"

@@ -66,7 +66,7 @@ alive() {
 	SLURM_JOB_GPUS=1 run bash "$WRAPPER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" =~ ^gpuslate-epilog\ job=42\ gpus=1:\ clean\ in\ [0-9]+\.[0-9][0-9]s\ \(stopped\ 1\ process\)$ ]]
+	[[ "$output" =~ ^gpuslate-epilog\ job=42\ gpus=1:\ clean\ in\ [0-9]+\.[0-9][0-9]s\ \(stopped\ 1\ process:\ [0-9]+\ gs-holder\)$ ]]
 	! alive "$mine_pid"
 	alive "$other_pid"
 	grep -q "gpuslate-epilog job=42 gpus=1: clean" "$T/epilog.log"
@@ -84,7 +84,7 @@ alive() {
 	GPU_DEVICE_ORDINAL=0 run bash "$WRAPPER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"gpus=0 (from GPU_DEVICE_ORDINAL): clean in "*"(stopped 1 process)" ]]
+	[[ "$output" == *"gpus=0 (from GPU_DEVICE_ORDINAL): clean in "*"(stopped 1 process: "[0-9]*" gs-holder)" ]]
 	! alive "$other_pid"
 }
 
@@ -124,7 +124,7 @@ alive() {
 	SLURM_JOB_ID=77 run bash "$WRAPPER" # its own job's step does not count
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"gpus=all: clean in "*"(stopped 2 processes)" ]]
+	[[ "$output" == *"gpus=all: clean in "*"(stopped 2 processes: "[0-9]*" gs-holder, "[0-9]*" gs-holder)" ]]
 	! alive "$a_pid"
 	! alive "$b_pid"
 }
@@ -217,7 +217,7 @@ alive() {
 	SLURM_JOB_GPUS=1 SLURM_JOB_USER=$(id -un) GPUSLATE_EPILOG_JOB_USER_ONLY=yes run bash "$WRAPPER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"gpus=1: clean in "*"(stopped 1 process)" ]]
+	[[ "$output" == *"gpus=1: clean in "*"(stopped 1 process: "[0-9]*" gs-holder)" ]]
 	! alive "$theirs_pid"
 }
 

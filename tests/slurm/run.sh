@@ -338,7 +338,7 @@ orphan=$(ready_pid "$T/jobs/b.ready" pid)
 log "# b: $line"
 check "b: job $id exited 0, leaving orphan $orphan" eval '[ "$(exit_code "$id")" = 0:0 ] && [ -n "$orphan" ]'
 check "b: epilog stopped the orphan and found the GPU clean" \
-	eval '[[ "$line" =~ gpus=[01]:\ clean\ in\ [0-9.]+s\ \(stopped\ 1\ process\)$ ]]'
+	eval '[[ "$line" =~ gpus=[01]:\ clean\ in\ [0-9.]+s\ \(stopped\ 1\ process:\ [0-9]+\ gs-holder\)$ ]]'
 check "b: the orphan is gone" eval '! alive "$orphan"'
 check "b: its fake GPU context is gone" eval '! ls "$FAKE_NVML_STATE/ctx" | grep -q "^$orphan-"'
 wait_until 20 "node idle" settled "$id"
@@ -379,7 +379,7 @@ log "# s: job $long holds GPU $lg (pid $lholder); job $id left orphan $orphan on
 log "# s: $line"
 check "s: Slurm gave the two jobs different GPUs" eval '[ -n "$lg" ] && [ -n "$og" ] && [ "$lg" != "$og" ]'
 check "s: epilog of job $id reclaimed GPU $og only, clean" \
-	eval '[[ "$line" == *" gpus=$og: clean in "*"(stopped 1 process)" ]]'
+	eval '[[ "$line" == *" gpus=$og: clean in "*"(stopped 1 process: $orphan gs-holder)" ]]'
 check "s: the orphan is gone" eval '! alive "$orphan"'
 check "s: job $long's holder on GPU $lg survived the other job's epilog" alive "$lholder"
 t0=$(now)
