@@ -15,10 +15,15 @@
 
 void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s)
 {
-	if (s->gpu_warning[0] && !cli->no_nvml)
-		gs_warn("%s; %s", s->gpu_warning,
-			!strcmp(s->gpu_source, "procfs") ? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
-							 : "holders from the fd scan only");
+	if (s->gpu_warning[0] && !cli->no_nvml) {
+		if (!strcmp(s->gpu_source, "nvml"))
+			gs_warn("%s", s->gpu_warning);
+		else
+			gs_warn("%s; %s", s->gpu_warning,
+				!strcmp(s->gpu_source, "procfs")
+					? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
+					: "holders from the fd scan only");
+	}
 	{
 		/* The driver reports host PIDs. If none of them exists here, we
 		 * are most likely inside a container's PID namespace. */

@@ -273,7 +273,7 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 		case 'h': usage(stdout); exit(GS_EXIT_CLEAN);
 		case 'V': printf("gpuslate %s\n", GS_VERSION); exit(GS_EXIT_CLEAN);
 		case ':':
-			if (optopt)
+			if (optopt && optopt < 0x100)
 				gs_err("option '-%c' needs an argument", optopt);
 			else
 				gs_err("option '%s' needs an argument", argv[optind - 1]);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static int parse_item(const char *item, const struct gs_gpu *gpus, size_t n_gpus, bool check_only,
 		      struct gs_gpuset *set, char *err, size_t errlen)
@@ -56,7 +57,7 @@ static int parse_item(const char *item, const struct gs_gpu *gpus, size_t n_gpus
 		}
 		return 0;
 	}
-	if (strncmp(item, "GPU-", 4) == 0 || strncmp(item, "MIG-", 4) == 0) {
+	if (strncasecmp(item, "GPU-", 4) == 0 || strncasecmp(item, "MIG-", 4) == 0) {
 		size_t len = strlen(item), match = (size_t)-1, count = 0;
 
 		if (len < 8) {

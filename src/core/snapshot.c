@@ -203,6 +203,14 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 
 		if (r == -EOPNOTSUPP)
 			continue;
+		if (r == -EBADMSG) {
+			/* The driver's list did not validate with any entry layout:
+			 * trust none of its PIDs, keep the fd scan. */
+			snprintf(s->gpu_warning, sizeof(s->gpu_warning),
+				 "NVML's process list for GPU %u was malformed and ignored; holders from the fd scan",
+				 s->gpus[g].index);
+			continue;
+		}
 		if (r < 0)
 			return r;
 		if (n) {

@@ -265,10 +265,12 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 
 		if (!active[i] || pr->outcome != GS_OUT_PENDING)
 			continue;
-		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
+		/* A stopped process keeps SIGTERM pending until continued. CONT
+		 * goes first: sent after TERM it would race with a fast exit and
+		 * the report would depend on the scheduler. */
+		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGCONT, GS_SENT_CONT);
 		if (pr->outcome == GS_OUT_PENDING)
-			/* A stopped process keeps SIGTERM pending until continued. */
-			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGCONT, GS_SENT_CONT);
+			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
 	}
 	if (!interrupted(o))
 		wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o);

@@ -3,6 +3,7 @@
 #include "fleet/hostlist.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +121,9 @@ static void sum_mib(json_t *gpus, const char *key, const char *fallback, bool *k
 
 		if (!json_is_integer(v) && fallback)
 			v = json_object_get(g, fallback);
-		if (json_is_integer(v))
-			*sum += json_integer_value(v);
-		else
+		/* remote numbers: a negative or overflowing sum is not a figure */
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    __builtin_add_overflow(*sum, (long long)json_integer_value(v), sum))
 			*known = false;
 	}
 }
@@ -208,7 +209,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 	json_array_foreach(gpus, i, g) {
 		json_int_t idx = json_integer_value(json_object_get(g, "index"));
 		json_t *used = json_object_get(g, "memory_used_mib");
-		long long protected_mib = 0;
+		long long protected_mib = 0, limit;
 		bool first = true;
 
 		json_array_foreach(procs, k, p) {
@@ -223,7 +224,10 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 			if (!on || !role)
 				continue;
 			if (!strcmp(role, "protected")) {
-				protected_mib += json_integer_value(json_object_get(p, "memory_mib"));
+				json_int_t pm = json_integer_value(json_object_get(p, "memory_mib"));
+
+				if (pm > 0 && __builtin_add_overflow(protected_mib, (long long)pm, &protected_mib))
+					protected_mib = LLONG_MAX;
 			} else if (!strcmp(role, "compute")) {
 				if (first)
 					sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
@@ -232,8 +236,9 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 				v = GS_HV_NOT_CLEAN;
 			}
 		}
-		if (first && json_is_integer(used) &&
-		    json_integer_value(used) > protected_mib + (long long)tol) {
+		if (__builtin_add_overflow(protected_mib, (long long)(tol > LLONG_MAX ? LLONG_MAX : tol), &limit))
+			limit = LLONG_MAX;
+		if (first && json_is_integer(used) && json_integer_value(used) > limit) {
 			sb_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
 				(long long)idx, (long long)json_integer_value(used));
 			v = GS_HV_NOT_CLEAN;
@@ -327,9 +332,13 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
 
 	if (!cmd || !m->command || strcmp(cmd, m->command)) {
+		/* the remote's word is quoted sanitized, as all remote text */
+		char *safe = cmd ? gs_sanitize(cmd, strlen(cmd), 20) : NULL;
+
 		r->failure = GS_HF_BAD_OUTPUT;
-		r->error = xasprintf("bad output: a '%.20s' document where '%s' was asked for", cmd ? cmd : "?",
+		r->error = xasprintf("bad output: a '%s' document where '%s' was asked for", safe ? safe : "?",
 				     m->command ? m->command : "?");
+		free(safe);
 		return r->error ? 0 : -ENOMEM;
 	}
 	if (!strcmp(cmd, "status")) {
@@ -353,6 +362,8 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	for (char *p = vword; *p; p++)
 		if (*p == '-')
 			*p = ' ';
+		else if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?'; /* the remote's verdict word: never raw to a terminal */
 	if (known)
 		snprintf(mem, sizeof(mem), "%lld MiB", mib);
 	else

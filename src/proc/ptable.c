@@ -102,5 +102,7 @@ bool gs_ptable_is_ancestor(const struct gs_ptable *t, pid_t anc, pid_t pid)
 
 bool gs_pidstat_is_kthread(const struct gs_pidstat *st)
 {
-	return (st->flags & GS_PF_KTHREAD) || st->pid == 2 || st->ppid == 2;
+	/* Only the kernel's own flag: in a PID namespace (a container) PID 2
+	 * and its children are ordinary processes. */
+	return (st->flags & GS_PF_KTHREAD) != 0;
 }

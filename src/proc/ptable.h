@@ -23,7 +23,7 @@ const struct gs_pidstat *gs_ptable_find(const struct gs_ptable *t, pid_t pid);
 /* Is anc an ancestor of pid (or pid itself)? Walks ppid links; bounded. */
 bool gs_ptable_is_ancestor(const struct gs_ptable *t, pid_t anc, pid_t pid);
 
-/* Kernel threads: PF_KTHREAD, or children of kthreadd (pid 2), or pid 2. */
+/* Kernel threads: the PF_KTHREAD flag (field 9 of /proc/PID/stat). */
 bool gs_pidstat_is_kthread(const struct gs_pidstat *st);
 
 #endif
