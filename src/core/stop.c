@@ -293,7 +293,8 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				pr->outcome = pr->sent & GS_SENT_KILL ? GS_OUT_KILLED
 					      : pr->sent & GS_SENT_TERM ? GS_OUT_EXITED_TERM
-					      : GS_OUT_STOPPED_WITH_UNIT;
+					      : p->targets[i].action == GS_ACT_STOP_UNIT ? GS_OUT_STOPPED_WITH_UNIT
+					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);
 			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {
 				pr->outcome = GS_OUT_INTERRUPTED;
