@@ -90,8 +90,10 @@ test-unit: $(UNIT_BINS)
 test-e2e: $(B)/gpuslate $(B)/gpuslate-san $(FAKES)
 	GPUSLATE_BIN=$(CURDIR)/$(B)/gpuslate-san GPUSLATE_BUILD=$(CURDIR)/$(B) bats --print-output-on-failure tests/e2e
 
-# The whole suite: unit tests and end-to-end tests, both under ASan+UBSan.
-check: test-unit test-e2e
+# The whole suite: unit tests and end-to-end tests, both under ASan+UBSan,
+# with one closing "N passed, N failed" line.
+check: $(UNIT_BINS) $(B)/gpuslate $(B)/gpuslate-san $(FAKES)
+	GPUSLATE_BUILD=$(CURDIR)/$(B) bash tests/run-all.sh
 
 demo: $(B)/gpuslate $(FAKES)
 	@GPUSLATE_BUILD=$(CURDIR)/$(B) bash tests/demo.sh
