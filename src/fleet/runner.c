@@ -146,6 +146,7 @@ static int slot_start(struct slot *s, size_t idx, char *const *argv, const struc
 	if (r < 0) {
 		free(s->out.p);
 		free(s->err.p);
+		s->out.p = s->err.p = NULL; /* no dangling pointer for slot_abandon */
 		return r;
 	}
 	r = gs_spawn(argv, NULL, GS_SPAWN_CAPTURE | GS_SPAWN_STDIN, &s->c);

@@ -25,13 +25,14 @@ struct procfs_backend {
 	struct procfs_gpu *gpus;
 };
 
-/* "0000:00:06.0" (procfs) or "00000000:00:06.0" (NVML); hex, any case. */
+/* "0000:00:06.0" (procfs) or "00000000:00:06.0" (NVML); hex, any case. The
+ * widths bound each field: "%x" alone wrapped 100000018 to bus 0x18. */
 static int parse_pci(const char *s, unsigned *domain, unsigned *bus, unsigned *dev, unsigned *fn)
 {
 	unsigned d, b, v, f;
 	int end = -1;
 
-	if (sscanf(s, "%x:%x:%x.%x%n", &d, &b, &v, &f, &end) != 4 || end < 0 || s[end] != '\0')
+	if (sscanf(s, "%8x:%2x:%2x.%1x%n", &d, &b, &v, &f, &end) != 4 || end < 0 || s[end] != '\0')
 		return -EINVAL;
 	if (b > 0xff || v > 0x1f || f > 7)
 		return -EINVAL;

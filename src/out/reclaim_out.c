@@ -176,10 +176,12 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 				continue;
 			if (ur->exit_code == 0)
 				fprintf(f, "  unit %s: %s: done in %.2f s\n", p->units[u].unit, ur->command, ur->took_ms / 1000.0);
+			else if (ur->timed_out) /* was "failed (timed out0)" */
+				fprintf(f, "  unit %s: %s: failed (timed out)%s%s\n", p->units[u].unit, ur->command,
+					ur->error[0] ? ": " : "", ur->error);
 			else
-				fprintf(f, "  unit %s: %s: failed (%s%s%d)%s%s\n", p->units[u].unit, ur->command,
-					ur->timed_out ? "timed out" : "exit ", ur->timed_out ? "" : "",
-					ur->timed_out ? 0 : ur->exit_code, ur->error[0] ? ": " : "", ur->error);
+				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s\n", p->units[u].unit, ur->command,
+					ur->exit_code, ur->error[0] ? ": " : "", ur->error);
 		}
 		for (size_t i = 0; i < st->n_procs; i++) {
 			const struct gs_proc_result *pr = &st->procs[i];

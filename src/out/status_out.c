@@ -426,6 +426,23 @@ static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n, con
 	fputc('\n', f);
 }
 
+/* Both queries: check the format and the fields before printing anything,
+ * then the header line unless noheader. */
+static int smi_begin(FILE *f, const char *fields, const char *format, bool gpu, const struct smi_field_def **defs,
+		     size_t max, size_t *ret_n, struct smi_format *fmt, char *err, size_t errlen)
+{
+	int r = parse_smi_format(format, fmt, err, errlen);
+
+	if (r < 0)
+		return r;
+	r = parse_smi_fields(fields, gpu, defs, max, ret_n, err, errlen);
+	if (r < 0)
+		return r;
+	if (fmt->header)
+		smi_header(f, defs, *ret_n, fmt);
+	return 0;
+}
+
 static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format *fmt)
 {
 	if (!known)
@@ -442,14 +459,9 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 	size_t n;
 	int r;
 
-	r = parse_smi_format(format, &fmt, err, errlen);
+	r = smi_begin(f, fields, format, true, defs, GS_ARRAY_SIZE(defs), &n, &fmt, err, errlen);
 	if (r < 0)
 		return r;
-	r = parse_smi_fields(fields, true, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
-	if (r < 0)
-		return r;
-	if (fmt.header)
-		smi_header(f, defs, n, &fmt);
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
 
@@ -500,14 +512,9 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 	size_t n;
 	int r;
 
-	r = parse_smi_format(format, &fmt, err, errlen);
+	r = smi_begin(f, fields, format, false, defs, GS_ARRAY_SIZE(defs), &n, &fmt, err, errlen);
 	if (r < 0)
 		return r;
-	r = parse_smi_fields(fields, false, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
-	if (r < 0)
-		return r;
-	if (fmt.header)
-		smi_header(f, defs, n, &fmt);
 	/* nvidia-smi lists what the driver lists: NVML's rows, GPU by GPU,
 	 * dead PIDs included. */
 	for (size_t k = 0; k < s->n_nvml; k++) {
