@@ -16,17 +16,6 @@
 /* user + '@' + host + NUL */
 #define NAME_BUF (GS_USERNAME_MAX + 1 + GS_HOSTNAME_MAX + 1)
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Copy of user text for an error message: bounded, and with control and
  * non-ASCII bytes replaced, because the message ends up on a terminal. */
@@ -280,7 +269,7 @@ static int parse_ranges(const char *t, size_t len, const char *el, size_t ellen,
 	p->nr = 0;
 	p->count = 0;
 	if (len == 0) {
-		seterr(err, errlen, "empty range '[]' in '%s'", show(sb, sizeof(sb), el, ellen));
+		gs_seterr(err, errlen, "empty range '[]' in '%s'", show(sb, sizeof(sb), el, ellen));
 		return -EINVAL;
 	}
 	while (i <= len) {
@@ -293,14 +282,14 @@ static int parse_ranges(const char *t, size_t len, const char *el, size_t ellen,
 			i++;
 		/* item is t[s..i) */
 		if (i == s) {
-			seterr(err, errlen, "empty range item in '%s'", show(sb, sizeof(sb), el, ellen));
+			gs_seterr(err, errlen, "empty range item in '%s'", show(sb, sizeof(sb), el, ellen));
 			return -EINVAL;
 		}
 		for (k = s; k < i; k++) {
 			if (t[k] == '-' && dash == SIZE_MAX) {
 				dash = k;
 			} else if (!is_digit(t[k])) {
-				seterr(err, errlen, "%s range '%s' in '%s'",
+				gs_seterr(err, errlen, "%s range '%s' in '%s'",
 				       t[k] == '-' ? "malformed" : "non-numeric",
 				       show(ib, sizeof(ib), item, i - s), show(sb, sizeof(sb), el, ellen));
 				return -EINVAL;
@@ -309,12 +298,12 @@ static int parse_ranges(const char *t, size_t len, const char *el, size_t ellen,
 		lo_len = (dash == SIZE_MAX ? i : dash) - s;
 		hi_len = dash == SIZE_MAX ? lo_len : i - dash - 1;
 		if (lo_len == 0 || hi_len == 0) {
-			seterr(err, errlen, "malformed range '%s' in '%s'", show(ib, sizeof(ib), item, i - s),
+			gs_seterr(err, errlen, "malformed range '%s' in '%s'", show(ib, sizeof(ib), item, i - s),
 			       show(sb, sizeof(sb), el, ellen));
 			return -EINVAL;
 		}
 		if (lo_len > NUM_DIGITS_MAX || hi_len > NUM_DIGITS_MAX) {
-			seterr(err, errlen, "number too long in range '%s' in '%s'",
+			gs_seterr(err, errlen, "number too long in range '%s' in '%s'",
 			       show(ib, sizeof(ib), item, i - s), show(sb, sizeof(sb), el, ellen));
 			return -EINVAL;
 		}
@@ -332,19 +321,19 @@ static int parse_ranges(const char *t, size_t len, const char *el, size_t ellen,
 			/* A padded upper bound must agree with the lower one:
 			 * [1-010] or [01-001] have no single meaning. */
 			if (hi_len > 1 && hi[0] == '0' && hi_len != lo_len) {
-				seterr(err, errlen, "inconsistent widths in range '%s' in '%s'",
+				gs_seterr(err, errlen, "inconsistent widths in range '%s' in '%s'",
 				       show(ib, sizeof(ib), item, i - s), show(sb, sizeof(sb), el, ellen));
 				return -EINVAL;
 			}
 		}
 		if (rg->lo > rg->hi) {
-			seterr(err, errlen, "reversed range '%s' in '%s'", show(ib, sizeof(ib), item, i - s),
+			gs_seterr(err, errlen, "reversed range '%s' in '%s'", show(ib, sizeof(ib), item, i - s),
 			       show(sb, sizeof(sb), el, ellen));
 			return -EINVAL;
 		}
 		/* Per-group count; a single range can exceed the limit by far. */
 		if (rg->hi - rg->lo >= GS_HOSTLIST_MAX || p->count + (rg->hi - rg->lo + 1) > GS_HOSTLIST_MAX) {
-			seterr(err, errlen, "'%s' expands to more than %d hosts", show(sb, sizeof(sb), el, ellen),
+			gs_seterr(err, errlen, "'%s' expands to more than %d hosts", show(sb, sizeof(sb), el, ellen),
 			       GS_HOSTLIST_MAX);
 			return -E2BIG;
 		}
@@ -373,30 +362,30 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 		host = at + 1;
 		hlen = len - ulen - 1;
 		if (ulen == 0) {
-			seterr(err, errlen, "empty user name in '%s'", show(sb, sizeof(sb), s, len));
+			gs_seterr(err, errlen, "empty user name in '%s'", show(sb, sizeof(sb), s, len));
 			return -EINVAL;
 		}
 		if (s[0] == '-') {
-			seterr(err, errlen, "user name starts with '-' in '%s'", show(sb, sizeof(sb), s, len));
+			gs_seterr(err, errlen, "user name starts with '-' in '%s'", show(sb, sizeof(sb), s, len));
 			return -EINVAL;
 		}
 		for (i = 0; i < ulen; i++)
 			if (!is_name_char(s[i])) {
-				seterr(err, errlen, "invalid character %s in user name in '%s'", show_char(cb, s[i]),
+				gs_seterr(err, errlen, "invalid character %s in user name in '%s'", show_char(cb, s[i]),
 				       show(sb, sizeof(sb), s, len));
 				return -EINVAL;
 			}
 		if (ulen > GS_USERNAME_MAX) {
-			seterr(err, errlen, "user name too long in '%s'", show(sb, sizeof(sb), s, len));
+			gs_seterr(err, errlen, "user name too long in '%s'", show(sb, sizeof(sb), s, len));
 			return -EINVAL;
 		}
 	}
 	if (hlen == 0) {
-		seterr(err, errlen, "empty host name in '%s'", show(sb, sizeof(sb), s, len));
+		gs_seterr(err, errlen, "empty host name in '%s'", show(sb, sizeof(sb), s, len));
 		return -EINVAL;
 	}
 	if (host[0] == '-') {
-		seterr(err, errlen, "host name starts with '-' in '%s'", show(sb, sizeof(sb), s, len));
+		gs_seterr(err, errlen, "host name starts with '-' in '%s'", show(sb, sizeof(sb), s, len));
 		return -EINVAL;
 	}
 	for (i = 0; i < hlen; i++) {
@@ -419,7 +408,7 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 			while (j < hlen && host[j] != ']' && host[j] != '[')
 				j++;
 			if (j == hlen || host[j] == '[') {
-				seterr(err, errlen, "%s '[' in '%s'", j == hlen ? "unbalanced" : "nested",
+				gs_seterr(err, errlen, "%s '[' in '%s'", j == hlen ? "unbalanced" : "nested",
 				       show(sb, sizeof(sb), s, len));
 				return -EINVAL;
 			}
@@ -430,7 +419,7 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 			used += parts[nparts].nr;
 			/* Both factors are <= GS_HOSTLIST_MAX: no overflow. */
 			if (prod * parts[nparts].count > GS_HOSTLIST_MAX) {
-				seterr(err, errlen, "'%s' expands to more than %d hosts", show(sb, sizeof(sb), s, len),
+				gs_seterr(err, errlen, "'%s' expands to more than %d hosts", show(sb, sizeof(sb), s, len),
 				       GS_HOSTLIST_MAX);
 				return -E2BIG;
 			}
@@ -442,11 +431,11 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 
 			while (j < hlen && host[j] != '[') {
 				if (host[j] == ']') {
-					seterr(err, errlen, "unbalanced ']' in '%s'", show(sb, sizeof(sb), s, len));
+					gs_seterr(err, errlen, "unbalanced ']' in '%s'", show(sb, sizeof(sb), s, len));
 					return -EINVAL;
 				}
 				if (!is_name_char(host[j])) {
-					seterr(err, errlen, "invalid character %s in '%s'", show_char(cb, host[j]),
+					gs_seterr(err, errlen, "invalid character %s in '%s'", show_char(cb, host[j]),
 					       show(sb, sizeof(sb), s, len));
 					return -EINVAL;
 				}
@@ -459,7 +448,7 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 		}
 	}
 	if (*total + prod > GS_HOSTLIST_MAX) {
-		seterr(err, errlen, "host list expands to more than %d hosts (at '%s')", GS_HOSTLIST_MAX,
+		gs_seterr(err, errlen, "host list expands to more than %d hosts (at '%s')", GS_HOSTLIST_MAX,
 		       show(sb, sizeof(sb), s, len));
 		return -E2BIG;
 	}
@@ -498,7 +487,7 @@ static int expand_element(const char *s, size_t len, struct gs_hostlist *out, si
 				piece = num;
 			}
 			if (o - hstart + plen > GS_HOSTNAME_MAX) {
-				seterr(err, errlen, "host name longer than %d characters in '%s'", GS_HOSTNAME_MAX,
+				gs_seterr(err, errlen, "host name longer than %d characters in '%s'", GS_HOSTNAME_MAX,
 				       show(sb, sizeof(sb), s, len));
 				return -EINVAL;
 			}
@@ -549,7 +538,7 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 	int r = 0;
 
 	if (!expr) {
-		seterr(err, errlen, "no host list");
+		gs_seterr(err, errlen, "no host list");
 		return -EINVAL;
 	}
 	for (;;) {
@@ -565,7 +554,7 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 					p++;
 			} else if (*p == ',') {
 				if (!any || need) {
-					seterr(err, errlen, "empty element in host list '%s'",
+					gs_seterr(err, errlen, "empty element in host list '%s'",
 					       show(sb, sizeof(sb), expr, strlen(expr)));
 					r = -EINVAL;
 					goto out;
@@ -597,12 +586,12 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 			char gname[GS_USERNAME_MAX + 1];
 
 			if (!group_name_valid(start + 1, glen)) {
-				seterr(err, errlen, "invalid group name '%s'", show(sb, sizeof(sb), start, (size_t)(p - start)));
+				gs_seterr(err, errlen, "invalid group name '%s'", show(sb, sizeof(sb), start, (size_t)(p - start)));
 				r = -EINVAL;
 				goto out;
 			}
 			if (!resolve) {
-				seterr(err, errlen, "group reference '%s' needs an inventory file",
+				gs_seterr(err, errlen, "group reference '%s' needs an inventory file",
 				       show(sb, sizeof(sb), start, (size_t)(p - start)));
 				r = -EINVAL;
 				goto out;
@@ -611,13 +600,13 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 			gname[glen] = '\0';
 			r = resolve(userdata, gname, &tmp, err, errlen);
 			if (r == -E2BIG)
-				seterr(err, errlen, "host list expands to more than %d hosts (at '@%s')",
+				gs_seterr(err, errlen, "host list expands to more than %d hosts (at '@%s')",
 				       GS_HOSTLIST_MAX, gname);
 			if (r < 0)
 				goto out;
 			total += tmp.n - before;
 			if (total > GS_HOSTLIST_MAX) {
-				seterr(err, errlen, "host list expands to more than %d hosts (at '@%s')",
+				gs_seterr(err, errlen, "host list expands to more than %d hosts (at '@%s')",
 				       GS_HOSTLIST_MAX, gname);
 				r = -E2BIG;
 				goto out;
@@ -629,16 +618,16 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 		}
 	}
 	if (need) {
-		seterr(err, errlen, "trailing ',' in host list '%s'", show(sb, sizeof(sb), expr, strlen(expr)));
+		gs_seterr(err, errlen, "trailing ',' in host list '%s'", show(sb, sizeof(sb), expr, strlen(expr)));
 		r = -EINVAL;
 		goto out;
 	}
 	r = gs_hostlist_merge(l, &tmp);
 	if (r == -E2BIG)
-		seterr(err, errlen, "host list has more than %d hosts", GS_HOSTLIST_MAX);
+		gs_seterr(err, errlen, "host list has more than %d hosts", GS_HOSTLIST_MAX);
 out:
 	if (r == -ENOMEM)
-		seterr(err, errlen, "out of memory");
+		gs_seterr(err, errlen, "out of memory");
 	gs_hostlist_free(&tmp);
 	return r;
 }

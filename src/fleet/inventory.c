@@ -14,17 +14,6 @@
 #define GROUP_NAME_MAX 64
 #define CONTAINER_NAME_MAX 128
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* User text in a message: bounded, control and non-ASCII bytes replaced
  * (the message is printed on a terminal). */
@@ -353,20 +342,20 @@ static int resolve_group(void *userdata, const char *name, struct gs_hostlist *i
 	int r;
 
 	if (c->current && strcmp(c->current, name) == 0) {
-		seterr(err, errlen, "group '%s' cannot include itself", name);
+		gs_seterr(err, errlen, "group '%s' cannot include itself", name);
 		return -EINVAL;
 	}
 	m = gs_inventory_group(c->inv, name);
 	if (!m) {
 		if (c->current)
-			seterr(err, errlen, "unknown group '@%s' (groups must be defined above their use)", name);
+			gs_seterr(err, errlen, "unknown group '@%s' (groups must be defined above their use)", name);
 		else
-			seterr(err, errlen, "unknown group '@%s' in %s", name, c->inv->source);
+			gs_seterr(err, errlen, "unknown group '@%s' in %s", name, c->inv->source);
 		return -EINVAL;
 	}
 	r = gs_hostlist_merge(into, m);
 	if (r == -ENOMEM)
-		seterr(err, errlen, "out of memory");
+		gs_seterr(err, errlen, "out of memory");
 	return r;
 }
 
@@ -420,9 +409,9 @@ static int exec_tpl_check(const char *t, char *why, size_t whylen)
 			continue;
 		}
 		if (p[1])
-			seterr(why, whylen, "unknown '%%%c' in exec= (only %%h and %%%% are defined)", p[1]);
+			gs_seterr(why, whylen, "unknown '%%%c' in exec= (only %%h and %%%% are defined)", p[1]);
 		else
-			seterr(why, whylen, "exec= ends in a lone '%%'");
+			gs_seterr(why, whylen, "exec= ends in a lone '%%'");
 		return -EINVAL;
 	}
 	return 0;
@@ -464,7 +453,7 @@ static int exec_expand(const char *tpl, const char *host, char ***ret, size_t *r
 static int set_transport(struct settings *s, enum gs_transport t, const char *key, char *why, size_t whylen)
 {
 	if (s->transport_key) {
-		seterr(why, whylen, "%s= and %s= cannot be combined", s->transport_key, key);
+		gs_seterr(why, whylen, "%s= and %s= cannot be combined", s->transport_key, key);
 		return -EINVAL;
 	}
 	s->transport = t;
@@ -479,14 +468,14 @@ static int words_value(const char *key, const char *val, char ***v, size_t *n, c
 	int r = gs_inventory_split_words(val, &w, &m);
 
 	if (r == -EINVAL) {
-		seterr(why, whylen, "unterminated quote in %s= value", key);
+		gs_seterr(why, whylen, "unterminated quote in %s= value", key);
 		return r;
 	}
 	if (r < 0)
 		return r;
 	if (m == 0) {
 		gs_inventory_strv_free(w);
-		seterr(why, whylen, "empty value for %s=", key);
+		gs_seterr(why, whylen, "empty value for %s=", key);
 		return -EINVAL;
 	}
 	/* ssh-opt words are appended (the key may repeat). */
@@ -514,7 +503,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 	int r;
 
 	if (!eq) {
-		seterr(why, whylen, "expected key=value, got '%s' (list several hosts with commas)",
+		gs_seterr(why, whylen, "expected key=value, got '%s' (list several hosts with commas)",
 		       show(sb, sizeof(sb), word));
 		return -EINVAL;
 	}
@@ -529,24 +518,24 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 
 		if (!kcopy)
 			return -ENOMEM;
-		seterr(why, whylen, "unknown key '%s'", show(kb, sizeof(kb), kcopy));
+		gs_seterr(why, whylen, "unknown key '%s'", show(kb, sizeof(kb), kcopy));
 		return -EINVAL;
 	}
 	gs_strlcpy(key, keys[k], sizeof(key));
 	if ((*seen & (1u << k)) && strcmp(key, "ssh-opt") != 0) {
-		seterr(why, whylen, "%s= given twice", key);
+		gs_seterr(why, whylen, "%s= given twice", key);
 		return -EINVAL;
 	}
 	*seen |= 1u << k;
 	if (!*val) {
-		seterr(why, whylen, "empty value for %s=", key);
+		gs_seterr(why, whylen, "empty value for %s=", key);
 		return -EINVAL;
 	}
 	s->any = true;
 
 	if (strcmp(key, "user") == 0) {
 		if (!name_ok(val, GS_USERNAME_MAX, not_dash)) {
-			seterr(why, whylen, "bad user name '%s'", show(sb, sizeof(sb), val));
+			gs_seterr(why, whylen, "bad user name '%s'", show(sb, sizeof(sb), val));
 			return -EINVAL;
 		}
 		s->user = strdup(val);
@@ -554,7 +543,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 	}
 	if (strcmp(key, "port") == 0) {
 		if (gs_parse_u32(val, &u) < 0 || u == 0 || u > 65535) {
-			seterr(why, whylen, "bad port '%s' (1-65535)", show(sb, sizeof(sb), val));
+			gs_seterr(why, whylen, "bad port '%s' (1-65535)", show(sb, sizeof(sb), val));
 			return -EINVAL;
 		}
 		s->port = (uint16_t)u;
@@ -564,7 +553,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 		return words_value(key, val, &s->ssh_opts, &s->n_ssh_opts, why, whylen);
 	if (strcmp(key, "via") == 0) {
 		if (!gs_hostname_valid(val)) {
-			seterr(why, whylen, "bad host name '%s' for via=", show(sb, sizeof(sb), val));
+			gs_seterr(why, whylen, "bad host name '%s' for via=", show(sb, sizeof(sb), val));
 			return -EINVAL;
 		}
 		s->via = strdup(val);
@@ -574,7 +563,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 		/* Proxmox VMIDs are 100..999999999; 1.. is accepted since only
 		 * pct itself can judge. */
 		if (gs_parse_u32(val, &u) < 0 || u == 0 || u > 999999999) {
-			seterr(why, whylen, "bad container id '%s' for pct=", show(sb, sizeof(sb), val));
+			gs_seterr(why, whylen, "bad container id '%s' for pct=", show(sb, sizeof(sb), val));
 			return -EINVAL;
 		}
 		s->vmid = u;
@@ -586,7 +575,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 		/* Container names as docker and LXC accept them: a letter or
 		 * digit, then letters, digits, . - _ */
 		if (!name_ok(val, CONTAINER_NAME_MAX, is_alnum)) {
-			seterr(why, whylen, "bad container name '%s' for %s=", show(sb, sizeof(sb), val), key);
+			gs_seterr(why, whylen, "bad container name '%s' for %s=", show(sb, sizeof(sb), val), key);
 			return -EINVAL;
 		}
 		/* Transport first: lxc= and docker= share s->container. */
@@ -604,13 +593,13 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 		r = gs_inventory_split_words(val, &w, &m);
 		gs_inventory_strv_free(w);
 		if (r == -EINVAL) {
-			seterr(why, whylen, "unterminated quote in exec= value");
+			gs_seterr(why, whylen, "unterminated quote in exec= value");
 			return r;
 		}
 		if (r < 0)
 			return r;
 		if (m == 0) {
-			seterr(why, whylen, "empty value for exec=");
+			gs_seterr(why, whylen, "empty value for exec=");
 			return -EINVAL;
 		}
 		if ((r = exec_tpl_check(val, why, whylen)) < 0)
@@ -628,14 +617,14 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 static int settings_check(const struct settings *s, char *why, size_t whylen)
 {
 	if ((s->transport == GS_TRANSPORT_PCT || s->transport == GS_TRANSPORT_LXC) && !s->via) {
-		seterr(why, whylen, "%s= needs via= (the host that runs the containers)", s->transport_key);
+		gs_seterr(why, whylen, "%s= needs via= (the host that runs the containers)", s->transport_key);
 		return -EINVAL;
 	}
 	if (s->transport == GS_TRANSPORT_EXEC) {
 		const char *bad = s->user ? "user" : s->port ? "port" : s->ssh_opts ? "ssh-opt" : s->via ? "via" : NULL;
 
 		if (bad) {
-			seterr(why, whylen, "exec= replaces ssh; %s= cannot be combined with it", bad);
+			gs_seterr(why, whylen, "exec= replaces ssh; %s= cannot be combined with it", bad);
 			return -EINVAL;
 		}
 	}
@@ -714,29 +703,29 @@ static int parse_header(struct gs_inventory *inv, char **w, size_t n, unsigned l
 	_cleanup_free_ char *name = NULL;
 
 	if (len < 2 || w[0][len - 1] != ']') {
-		seterr(why, whylen, "group header '%s' lacks its ']'", show(sb, sizeof(sb), w[0]));
+		gs_seterr(why, whylen, "group header '%s' lacks its ']'", show(sb, sizeof(sb), w[0]));
 		return -EINVAL;
 	}
 	name = strndup(w[0] + 1, len - 2);
 	if (!name)
 		return -ENOMEM;
 	if (n > 1) {
-		seterr(why, whylen, "unexpected '%s' after group header", show(sb, sizeof(sb), w[1]));
+		gs_seterr(why, whylen, "unexpected '%s' after group header", show(sb, sizeof(sb), w[1]));
 		return -EINVAL;
 	}
 	/* A letter first keeps headers apart from host lists like [01-04]. */
 	if (!name_ok(name, GROUP_NAME_MAX, is_alpha)) {
-		seterr(why, whylen, "bad group name '%s' (a letter, then letters, digits, . - _)",
+		gs_seterr(why, whylen, "bad group name '%s' (a letter, then letters, digits, . - _)",
 		       show(sb, sizeof(sb), name));
 		return -EINVAL;
 	}
 	if (strcmp(name, "all") == 0) {
-		seterr(why, whylen, "group name 'all' is reserved (@all is every host)");
+		gs_seterr(why, whylen, "group name 'all' is reserved (@all is every host)");
 		return -EINVAL;
 	}
 	g = group_get(inv, name);
 	if (g) {
-		seterr(why, whylen, "duplicate group '%s' (first at line %u)", name, g->line);
+		gs_seterr(why, whylen, "duplicate group '%s' (first at line %u)", name, g->line);
 		return -EINVAL;
 	}
 	ng = realloc(inv->groups, (inv->n_groups + 1) * sizeof(*ng));
@@ -762,7 +751,7 @@ static int parse_host_line(struct gs_inventory *inv, char **w, size_t n, unsigne
 	if (strpbrk(w[0], " \t\r\v\f")) {
 		char sb[80];
 
-		seterr(why, whylen, "invalid character ' ' in host list '%s'", show(sb, sizeof(sb), w[0]));
+		gs_seterr(why, whylen, "invalid character ' ' in host list '%s'", show(sb, sizeof(sb), w[0]));
 		return -EINVAL;
 	}
 	for (i = 1; i < n; i++)
@@ -787,23 +776,23 @@ static int parse_host_line(struct gs_inventory *inv, char **w, size_t n, unsigne
 			goto out;
 		}
 		if (prefix_user && s.user) {
-			seterr(why, whylen, "user given twice for '%s' (user@ and user=)", show(sb, sizeof(sb), h));
+			gs_seterr(why, whylen, "user given twice for '%s' (user@ and user=)", show(sb, sizeof(sb), h));
 			r = -EINVAL;
 			goto out;
 		}
 		if (prefix_user && s.transport == GS_TRANSPORT_EXEC) {
-			seterr(why, whylen, "exec= replaces ssh; '%s' cannot have a user@", show(sb, sizeof(sb), h));
+			gs_seterr(why, whylen, "exec= replaces ssh; '%s' cannot have a user@", show(sb, sizeof(sb), h));
 			r = -EINVAL;
 			goto out;
 		}
 		if ((r = entry_get(inv, name, &e)) < 0) {
 			if (r == -E2BIG)
-				seterr(why, whylen, "more than %d hosts in the inventory", GS_HOSTLIST_MAX);
+				gs_seterr(why, whylen, "more than %d hosts in the inventory", GS_HOSTLIST_MAX);
 			goto out;
 		}
 		if (s.any || prefix_user) {
 			if (e->line) {
-				seterr(why, whylen, "host '%s' already has settings from line %u",
+				gs_seterr(why, whylen, "host '%s' already has settings from line %u",
 				       show(sb, sizeof(sb), name), e->line);
 				r = -EINVAL;
 				goto out;
@@ -816,7 +805,7 @@ static int parse_host_line(struct gs_inventory *inv, char **w, size_t n, unsigne
 	}
 out:
 	if (r == -ENOMEM)
-		seterr(why, whylen, "out of memory");
+		gs_seterr(why, whylen, "out of memory");
 	gs_hostlist_free(&hosts);
 	settings_free(&s);
 	return r;
@@ -835,7 +824,7 @@ int gs_inventory_parse(const char *text, const char *name_for_errors, struct gs_
 	memset(ret, 0, sizeof(*ret));
 	inv.source = strdup(src);
 	if (!inv.source) {
-		seterr(err, errlen, "%s: out of memory", src);
+		gs_seterr(err, errlen, "%s: out of memory", src);
 		return -ENOMEM;
 	}
 	while (*p) {
@@ -847,7 +836,7 @@ int gs_inventory_parse(const char *text, const char *name_for_errors, struct gs_
 		why[0] = '\0';
 		r = line_words(p, end, &w, &n);
 		if (r == -EINVAL)
-			seterr(why, sizeof(why), "unterminated quote");
+			gs_seterr(why, sizeof(why), "unterminated quote");
 		else if (r == 0 && n > 0 && w[0][0] == '[')
 			r = parse_header(&inv, w, n, line, &current, why, sizeof(why));
 		else if (r == 0 && n > 0)
@@ -856,7 +845,7 @@ int gs_inventory_parse(const char *text, const char *name_for_errors, struct gs_
 		if (r < 0) {
 			if (r == -ENOMEM)
 				gs_strlcpy(why, "out of memory", sizeof(why));
-			seterr(err, errlen, "%s:%u: %s", src, line, why);
+			gs_seterr(err, errlen, "%s:%u: %s", src, line, why);
 			gs_inventory_free(&inv);
 			return r;
 		}
@@ -876,11 +865,11 @@ int gs_inventory_load(const char *path, struct gs_inventory *ret, char *err, siz
 	memset(ret, 0, sizeof(*ret));
 	r = gs_read_file_at(AT_FDCWD, path, GS_INVENTORY_MAX_BYTES + 1, &buf, &len);
 	if (r < 0) {
-		seterr(err, errlen, "%s: %s", path, strerror(-r));
+		gs_seterr(err, errlen, "%s: %s", path, strerror(-r));
 		return r;
 	}
 	if (len > GS_INVENTORY_MAX_BYTES) {
-		seterr(err, errlen, "%s: larger than %u bytes", path, GS_INVENTORY_MAX_BYTES);
+		gs_seterr(err, errlen, "%s: larger than %u bytes", path, GS_INVENTORY_MAX_BYTES);
 		return -EFBIG;
 	}
 	/* A NUL would silently end the text early: refuse it where it is. */
@@ -891,7 +880,7 @@ int gs_inventory_load(const char *path, struct gs_inventory *ret, char *err, siz
 
 		for (q = buf; q < nul; q++)
 			line += *q == '\n';
-		seterr(err, errlen, "%s:%u: NUL byte in file", path, line);
+		gs_seterr(err, errlen, "%s:%u: NUL byte in file", path, line);
 		return -EINVAL;
 	}
 	return gs_inventory_parse(buf, path, ret, err, errlen);

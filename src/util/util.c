@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -68,6 +70,17 @@ int gs_parse_seconds(const char *s, uint64_t *ret_ms)
 		return -ERANGE;
 	*ret_ms = (uint64_t)(v * 1000.0 + 0.5);
 	return 0;
+}
+
+void gs_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }
 
 size_t gs_strlcpy(char *dst, const char *src, size_t size)

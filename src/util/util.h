@@ -31,6 +31,10 @@ int gs_parse_pid(const char *s, pid_t *ret);
 /* Seconds with an optional fraction ("10", "0.5"); rejects negatives, NaN. */
 int gs_parse_seconds(const char *s, uint64_t *ret_ms);
 
+/* Write a one-line error message into err (when err is non-NULL and errlen
+ * is not 0): the convention of the parsers that explain what they refuse. */
+void gs_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* strlcpy-like: always NUL-terminates, returns strlen(src). */
 size_t gs_strlcpy(char *dst, const char *src, size_t size);
 /* Trim ASCII whitespace at both ends in place; returns s. */
