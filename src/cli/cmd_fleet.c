@@ -71,42 +71,12 @@ static int load_inventory(const struct gs_cli *cli, struct gs_inventory *inv, bo
 
 static int read_stdin_hosts(char **ret)
 {
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
+	char *buf;
+	size_t len;
+	int r = gs_read_fd(STDIN_FILENO, FLEET_MAX_STDIN, false, &buf, &len);
 
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= FLEET_MAX_STDIN) {
-				free(buf);
-				return -EFBIG;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		n = read(STDIN_FILENO, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-
-			free(buf);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
+	if (r < 0)
+		return r;
 	if (memchr(buf, '\0', len)) {
 		free(buf);
 		return -EINVAL;

@@ -119,15 +119,11 @@ bool gs_endswith(const char *s, const char *suffix)
 	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+int gs_read_fd(int fd, size_t max, bool truncate, char **ret_buf, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -1;
-	size_t cap = 4096, len = 0;
+	size_t cap = max < 4096 ? max : 4096, len = 0;
 	char *buf;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
 	buf = malloc(cap + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -137,8 +133,20 @@ int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
 		if (len == cap) {
 			char *nb;
 
-			if (cap >= max)
-				break;
+			if (cap >= max) {
+				char probe;
+
+				/* Full: is there more than max? */
+				if (truncate)
+					break;
+				do
+					n = read(fd, &probe, 1);
+				while (n < 0 && errno == EINTR);
+				if (n == 0)
+					break;
+				free(buf);
+				return n < 0 ? -errno : -EFBIG;
+			}
 			cap = cap * 2 > max ? max : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb) {
@@ -165,6 +173,16 @@ int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
 	if (ret_len)
 		*ret_len = len;
 	return 0;
+}
+
+int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return gs_read_fd(fd, max, true, ret_buf, ret_len);
 }
 
 uint64_t gs_now_ns(void)

@@ -46,6 +46,10 @@ bool gs_endswith(const char *s, const char *suffix);
  * malloc'd buffer (up to max bytes; larger files are truncated). */
 int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
+/* Read fd to its end into a NUL-terminated malloc'd buffer of at most max
+ * bytes: with truncate the rest is ignored, without it -EFBIG. */
+int gs_read_fd(int fd, size_t max, bool truncate, char **ret_buf, size_t *ret_len);
+
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t gs_now_ns(void);
 static inline uint64_t gs_now_ms(void) { return gs_now_ns() / 1000000ULL; }
