@@ -226,3 +226,32 @@ fuzz-run-%: $(B)/fuzz/fuzz_%
 	@grep -E '^stat::number_of_executed_units|^Done' $(B)/fuzz/$*.log | tr '\n' ' '; echo
 
 -include $(wildcard $(B)/fuzz/obj/src/*/*.d $(B)/fuzz/obj/tests/fuzz/*.d)
+
+# Static analysis: clang-tidy (.clang-tidy), cppcheck and GCC -fanalyzer over
+# src/; fails on any finding not listed, with its reason, in tests/analysis/.
+CPPCHECK ?= cppcheck
+analyze-tidy:
+	tests/analysis/run-clang-tidy.sh
+
+analyze-cppcheck:
+	$(CPPCHECK) --quiet --std=c11 --enable=warning,portability,performance --inline-suppr \
+		--error-exitcode=1 --suppressions-list=tests/analysis/cppcheck-suppressions.txt \
+		--library=posix -D_GNU_SOURCE -DGS_VERSION='"analyze"' -Isrc -j$(shell nproc) src/
+	@echo "cppcheck: no findings"
+
+analyze-gcc:
+	tests/analysis/run-gcc-analyzer.sh
+
+analyze: analyze-cppcheck analyze-gcc analyze-tidy
+
+# Valgrind (memcheck) over end-to-end runs of the release build.
+valgrind: $(B)/gpuslate $(FAKES)
+	B=$(B) tests/analysis/valgrind.sh
+
+# Allocation-failure injection (LD_PRELOAD) for the release build.
+$(B)/fakes/failalloc.so: tests/fakes/failalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -Wno-missing-prototypes -O1 -g -shared -fPIC -o $@ $<
+
+failalloc: $(B)/gpuslate $(FAKES) $(B)/fakes/failalloc.so
+	B=$(B) tests/analysis/failalloc.sh

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -63,10 +64,18 @@ static int take_lock(const struct gs_cli *cli, int *ret_fd)
 			path = buf;
 		}
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* 0600: flock() needs no write permission, so a lock file others can
+	 * open would let any local user hold it and refuse every reclaim. */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		gs_err("cannot open lock file '%s': %s", path, strerror(errno));
 		return -errno;
+	}
+	{
+		struct stat lst;
+
+		if (fstat(fd, &lst) == 0 && lst.st_uid == geteuid() && (lst.st_mode & 077))
+			(void)fchmod(fd, 0600); /* one made by an older version */
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		struct itimerval it = { 0 };

@@ -268,6 +268,17 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		/* A stopped process keeps SIGTERM pending until continued. CONT
 		 * goes first: sent after TERM it would race with a fast exit and
 		 * the report would depend on the scheduler. */
+		{
+			/* Probe the permission first: the kernel lets SIGCONT
+			 * through within a session even where SIGTERM is refused,
+			 * and a process we may not stop must not be resumed. */
+			int e = gs_pidref_kill(&refs[i], proc_fd, 0);
+
+			if (e == -EPERM || e == -EACCES) {
+				pr->outcome = GS_OUT_PERMISSION;
+				continue;
+			}
+		}
 		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGCONT, GS_SENT_CONT);
 		if (pr->outcome == GS_OUT_PENDING)
 			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);

@@ -6,6 +6,20 @@
 #include <syslog.h>
 #include <unistd.h>
 
+/* Names come from /proc (comm) and cgroup paths, which other users choose:
+ * control bytes become '?' so a name cannot forge a second log line. */
+static const char *clean(const char *s, char *buf, size_t size)
+{
+	size_t i;
+
+	if (!s)
+		return "?";
+	for (i = 0; i < size - 1 && s[i]; i++)
+		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 static void audit_open(void)
 {
 	static bool opened;
@@ -18,18 +32,23 @@ static void audit_open(void)
 
 void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, int result)
 {
+	char cb[64];
+
 	audit_open();
 	syslog(LOG_NOTICE, "uid=%u sent %s to pid=%d comm=%s start=%llu: %s", (unsigned)getuid(),
-	       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", (int)pid, comm ? comm : "?",
+	       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", (int)pid, clean(comm, cb, sizeof(cb)),
 	       (unsigned long long)starttime, result == 0 ? "ok" : strerror(-result));
 }
 
 void gs_audit_unit(const char *unit, const char *container, int exit_code)
 {
+	char ub[256], cb[256];
+
 	audit_open();
 	if (container && *container)
-		syslog(LOG_NOTICE, "uid=%u stopped unit=%s in container=%s: exit %d", (unsigned)getuid(), unit,
-		       container, exit_code);
+		syslog(LOG_NOTICE, "uid=%u stopped unit=%s in container=%s: exit %d", (unsigned)getuid(),
+		       clean(unit, ub, sizeof(ub)), clean(container, cb, sizeof(cb)), exit_code);
 	else
-		syslog(LOG_NOTICE, "uid=%u stopped unit=%s: exit %d", (unsigned)getuid(), unit, exit_code);
+		syslog(LOG_NOTICE, "uid=%u stopped unit=%s: exit %d", (unsigned)getuid(), clean(unit, ub, sizeof(ub)),
+		       exit_code);
 }

@@ -21,7 +21,7 @@ mkdir -p "$C"
 seed() { # seed NAME HEADER(2 bytes, printf escapes) ARGS...
 	local name=$1 hdr=$2 rc=0
 	shift 2
-	{ printf "$hdr"; build/gpuslate "$@" 2>/dev/null || rc=$?; } >"$C/$name"
+	{ printf '%b' "$hdr"; build/gpuslate "$@" 2>/dev/null || rc=$?; } >"$C/$name"
 	printf '%s: exit %d, %d bytes\n' "$name" "$rc" "$(stat -c %s "$C/$name")"
 }
 seed status_busy '\000\000' status --json

@@ -1,0 +1,204 @@
+#!/usr/bin/env bats
+# Fault matrix (issue 7): faults that the other suites (status, reclaim,
+# safety) do not already cover. NVML missing / failing at init / failing or
+# hanging mid-wait, PID reuse, Ctrl-C and hostile NVML process lists
+# (garbage_processes) are in reclaim.bats, status.bats and safety.bats.
+# Here: /proc entries vanishing mid-scan, a target that exits between plan
+# and signal, a target that becomes a zombie, permission denied (gpuslate as
+# an unprivileged user against root's holders), and SIGTERM/SIGHUP to
+# gpuslate during the grace period and during the memory wait. For each:
+# a clear message, the documented exit status, and no process other than the
+# targets signalled.
+
+load helpers
+
+proc_json() { jqo ".processes[] | select(.pid == $1) | $2"; }
+
+# churn NAME: a process that keeps starting and reaping short-lived children,
+# so /proc entries appear and vanish while gpuslate scans. Sets CHURN_PID.
+churn() {
+	bg "$1" bash -c 'while :; do for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait; done'
+	CHURN_PID=$BG_PID
+}
+
+@test "faults: /proc entries vanishing mid-scan: status and reclaim see no error" {
+	start_holder a --gpu 0 --mib 1024
+	start_holder by --gpu 1 --mib 512
+	a=$(rpid a)
+	by=$(rpid by)
+	churn churn1
+	churn churn2
+	for i in 1 2 3 4 5; do
+		run --separate-stderr gs status --json
+		assert_status 0
+		assert_eq "$(error_lines "$stderr")" "" "errors from status (round $i)"
+		assert_eq "$(jqo '[.processes[] | select(.role == "compute") | .pid] | sort | map(tostring) | join(",")')" \
+			"$(printf '%s\n' "$a" "$by" | sort -n | paste -sd,)" "compute holders (round $i)"
+	done
+	run --separate-stderr gs reclaim -y -g 0 --grace 2 --json
+	assert_status 0
+	assert_eq "$(error_lines "$stderr")" "" "errors from reclaim"
+	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$a" "signalled"
+	assert_dead "$a"
+	assert_alive "$by" "$CHURN_PID"
+}
+
+@test "faults: a target that exits between plan and signal: already-gone, nothing else signalled" {
+	start_holder a --gpu 0 --mib 1024
+	start_holder by --gpu 1 --mib 512
+	a=$(rpid a)
+	by=$(rpid by)
+	# On a terminal gpuslate plans, prints the plan and asks; the target
+	# ends on its own (here: the test ends it) before the answer.
+	pty_start confirm "GPUSLATE_NO_PROGRESS=1 $GPUSLATE_BIN reclaim -g 0 --json >$BATS_TEST_TMPDIR/confirm.json"
+	wait_for 20 pty_shows confirm '\[y/N\]'
+	kill -KILL "$a"
+	wait_for 5 dead "$a"
+	pty_type confirm y
+	bg_wait confirm 30
+	output=$(cat "$BATS_TEST_TMPDIR/confirm.json")
+	assert_eq "$BG_STATUS" 0 "exit status"
+	assert_eq "$(proc_json "$a" '"\(.outcome) \(.signals | length)"')" "already-gone 0" "the target"
+	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$a" "processes acted on"
+	assert_eq "$(jqo .verdict)" clean "verdict"
+	assert_alive "$by"
+}
+
+@test "faults: a target that becomes a zombie (parent never reaps) counts as gone" {
+	# The holder's parent execs a program that never waits for children.
+	rf=$BATS_TEST_TMPDIR/z.ready
+	echo "$rf" >>"$GS_READY_LIST"
+	bg zparent bash -c "\"\$1\" --gpu 0 --mib 1024 --ready-file \"\$2\" & exec sleep 600" _ "$GS_HOLDER" "$rf"
+	parent=$BG_PID
+	wait_for 10 test -f "$rf"
+	z=$(ready_values "$rf" pid)
+	track "$z"
+	start_holder by --gpu 1 --mib 512
+	by=$(rpid by)
+	t0=$(now_ms)
+	run --separate-stderr gs reclaim -y -g 0 --grace 10 --timeout 20 --json
+	t1=$(now_ms)
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict"
+	assert_match "$(proc_json "$z" .outcome)" '^(exited-after-term|already-gone)$' "the zombie's outcome"
+	assert_eq "$(proc_state "$z")" Z "state of the target now"
+	# A zombie holds nothing: no grace period spent waiting for it, no SIGKILL.
+	assert_eq "$(proc_json "$z" '.signals | index("SIGKILL")')" null "SIGKILL sent"
+	[ $((t1 - t0)) -lt 8000 ] || { echo "took $((t1 - t0)) ms" >&2; false; }
+	# Its parent holds nothing and is no target; GPU 1 was not selected.
+	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$z" "processes acted on"
+	assert_alive "$parent" "$by"
+}
+
+# as_nobody CMD...: runs CMD as user nobody in a new session (so that not even
+# the kernel's same-session SIGCONT exception applies), with the simulated
+# host readable by it.
+as_nobody() {
+	setsid setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+}
+require_nobody() {
+	[ "$(id -u)" = 0 ] || skip "needs root (to start root's holders and drop to nobody)"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	id nobody >/dev/null 2>&1 || skip "no user nobody"
+	# nobody must reach the binary, the fakes and the host (not the holders' /proc).
+	local d=$BATS_TEST_TMPDIR
+	while [ "$d" != / ] && [ -n "$d" ]; do
+		chmod o+rx "$d" 2>/dev/null || :
+		d=$(dirname "$d")
+	done
+	chmod -R o+rX "$GS_HOST"
+	as_nobody test -x "$GPUSLATE_BIN" -a -r "$GS_NVML" -a -r "$FAKE_NVML_STATE/gpus" ||
+		skip "user nobody cannot reach the build or the test directory"
+}
+
+@test "faults: permission denied: as nobody, root's holders are reported unseen and never signalled" {
+	require_nobody
+	start_holder a --gpu 0 --mib 1024
+	start_holder pd --as nvidia-persistenced --gpu 0 --mib 100
+	a=$(rpid a)
+	pd=$(rpid pd)
+	chmod -R o+rX "$GS_HOST"
+
+	# status: says what it could not see, exit 0
+	run --separate-stderr as_nobody "$GPUSLATE_BIN" status --json
+	assert_status 0
+	assert_match "$stderr" 'gpuslate: warning: could not inspect [0-9]+ of [0-9]+ processes \(permission denied\).*run as root' "warning"
+	assert_eq "$(jqo '"\(.visibility.as_root) \(.visibility.processes_denied > 0)"')" "false true" "visibility"
+
+	# reclaim with the default lock file of a root-only directory: refused
+	mkdir -m 0700 "$BATS_TEST_TMPDIR/rootonly"
+	GPUSLATE_LOCK_FILE=$BATS_TEST_TMPDIR/rootonly/lock run --separate-stderr as_nobody "$GPUSLATE_BIN" reclaim -y
+	assert_status 5
+	assert_one_error "$stderr" "lock file.*Permission denied"
+	assert_alive "$a" "$pd"
+
+	# reclaim with a lock it may take: it tries, is denied, says so, exit 1
+	mkdir -m 1777 "$BATS_TEST_TMPDIR/shared"
+	GPUSLATE_LOCK_FILE=$BATS_TEST_TMPDIR/shared/lock run --separate-stderr as_nobody "$GPUSLATE_BIN" \
+		reclaim -y --grace 1 --timeout 2 --json
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict"
+	assert_eq "$(proc_json "$a" '"\(.outcome) \(.signals | length)"')" "permission-denied 0" "root's holder"
+	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$a" "processes acted on"
+	assert_match "$(jqo .summary)" "not clean: GPU 0 .*held by $a" "summary"
+	assert_alive "$a" "$pd"
+}
+
+@test "faults: SIGTERM to gpuslate during the grace period: stops escalating, reports, exit 1" {
+	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
+	start_holder by --gpu 1 --mib 512
+	p=$(rpid stubborn)
+	by=$(rpid by)
+	# Stopped, so its state shows when gpuslate's SIGCONT (right after
+	# SIGTERM) arrived: the grace period has begun.
+	kill -STOP "$p"
+	wait_for 5 eval '[ "$(proc_state "$p")" = T ]'
+	bg term "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 60
+	wait_for 20 eval '[ "$(proc_state "$p")" != T ]'
+	kill -TERM "$BG_PID"
+	bg_wait term 20
+	output=$BG_OUT
+	assert_eq "$BG_STATUS" 1 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	# CONT and TERM (or only the first, when the signal came between them),
+	# never KILL
+	assert_eq "$(proc_json "$p" .outcome)" interrupted "the holder's outcome"
+	assert_match "$(proc_json "$p" '.signals | join(",")')" '^SIG(CONT|TERM)(,SIG(CONT|TERM))?$' "signals sent"
+	assert_match "$BG_ERR" '^gpuslate: .*' "message"
+	assert_alive "$p" "$by"
+}
+
+@test "faults: SIGHUP to gpuslate during the memory wait: reports what was stopped, exit 1" {
+	# The target exits on SIGTERM but its memory takes 60 s to come back.
+	start_holder slow --gpu 0 --mib 1024 --release-ms 60000
+	start_holder by --gpu 1 --mib 512
+	p=$(rpid slow)
+	by=$(rpid by)
+	bg hup "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 5 --timeout 120
+	wait_for 20 dead "$p"
+	# In the wait stage now (the target is gone, the memory is not back).
+	kill -HUP "$BG_PID"
+	bg_wait hup 20
+	output=$BG_OUT
+	assert_eq "$BG_STATUS" 1 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	assert_eq "$(proc_json "$p" .outcome)" exited-after-term "the target"
+	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$p" "processes acted on"
+	assert_match "$BG_ERR" '^gpuslate: .*' "message"
+	assert_alive "$by"
+}
+
+@test "faults: the lock file is private (0600): another user cannot hold it and refuse every reclaim" {
+	require_nobody
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	# An older gpuslate left a world-readable lock file: flock(2) needs no
+	# write permission, so any user could open it and hold the lock.
+	install -m 0644 /dev/null "$GPUSLATE_LOCK_FILE"
+	run --separate-stderr gs reclaim -y --grace 2
+	assert_status 0
+	assert_eq "$(stat -c %a "$GPUSLATE_LOCK_FILE")" 600 "lock file mode"
+	assert_dead "$a"
+	run as_nobody flock -n -x "$GPUSLATE_LOCK_FILE" true
+	[ "$status" -ne 0 ] || { echo "user nobody could take the lock" >&2; false; }
+}
