@@ -341,6 +341,13 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 			return -EINVAL;
 		}
 	}
+	if (cli->proc_root && cli->cmd == GS_CMD_RECLAIM && !cli->dry_run) {
+		/* Signals go to real PIDs: identities must come from the real
+		 * /proc, never from a fixture tree. */
+		gs_err("--proc-root '%s' is for reading a /proc copy; reclaim acts only on the real /proc (use --dry-run)",
+		       cli->proc_root);
+		return -EINVAL;
+	}
 	if (!cli->command_timeout_ms)
 		cli->command_timeout_ms = cli->timeout_ms + cli->grace_ms * 2 + 60000;
 	return 0;
