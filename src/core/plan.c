@@ -30,6 +30,8 @@ const char *gs_leave_str(enum gs_leave w)
 	case GS_LEAVE_NOT_SELECTED: return "not selected";
 	case GS_LEAVE_DEAD: return "no such process (listed by NVML)";
 	case GS_LEAVE_UNKNOWN: return "identity unreadable (permission denied)";
+	case GS_LEAVE_NO_DEVICE:
+		return "listed by NVML but holds no NVIDIA device: the PID was reused, or belongs to another PID namespace";
 	}
 	return "unknown";
 }
@@ -296,6 +298,14 @@ static int choose_unit(struct gs_plan *p, const struct gs_holder *h, const struc
 	return -1;
 }
 
+static bool left_for(const struct gs_plan *p, pid_t pid, enum gs_leave why)
+{
+	for (size_t i = 0; i < p->n_left; i++)
+		if (p->left[i].pid == pid && p->left[i].why == why)
+			return true;
+	return false;
+}
+
 static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
@@ -311,6 +321,11 @@ static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uin
 			if (is_target(p, e->pid))
 				continue;
 			h = gs_snapshot_find(s, e->pid);
+			/* A live PID left alone because it holds no NVIDIA device
+			 * is not what the driver accounts the memory to: that
+			 * memory has to go. */
+			if (left_for(p, e->pid, GS_LEAVE_NO_DEVICE))
+				continue;
 			if (h && !h->alive) {
 				/* A dead creator's memory goes when its heirs go. */
 				pid_t heirs[64];
@@ -389,6 +404,14 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		st = &h->info.st;
 		if (never_touch(st, pt, self, &why)) {
 			r = add_left(p, h, (int)i, why);
+			goto next;
+		}
+		/* NVML's PIDs are the host's, from a moment ago: a live process
+		 * with that number but no NVIDIA fd or mapping is someone else
+		 * (a reused PID, or a container's own PID space). Never a target
+		 * on NVML's word alone. */
+		if (h->nvml_listed && !h->n_fds && !h->maps_gpu && !h->fds_denied) {
+			r = add_left(p, h, (int)i, GS_LEAVE_NO_DEVICE);
 			goto next;
 		}
 		if (h->role == GS_ROLE_PROTECTED && !name_in(sel->includes, sel->n_includes, h)) {

@@ -52,6 +52,7 @@ enum gs_leave {
 	GS_LEAVE_NOT_SELECTED,
 	GS_LEAVE_DEAD,       /* listed by NVML, no such process: nothing to signal */
 	GS_LEAVE_UNKNOWN,    /* could not read its identity (permission) */
+	GS_LEAVE_NO_DEVICE,  /* NVML lists the PID, but that process holds no NVIDIA device */
 };
 
 struct gs_leftalone {

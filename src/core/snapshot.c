@@ -323,6 +323,10 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		char dirname[32];
 		int fd;
 
+		for (size_t k = 0; k < scan.n_denied; k++)
+			if (scan.denied[k] == h->pid)
+				h->fds_denied = true;
+
 		snprintf(dirname, sizeof(dirname), "%d", (int)h->pid);
 		fd = openat(d->root.proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {

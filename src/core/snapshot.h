@@ -57,6 +57,7 @@ struct gs_holder {
 	bool maps_gpu;            /* maps a /dev/nvidia<N> node: has a context */
 	bool maps_denied;         /* holds NVIDIA fds but its maps were unreadable */
 	unsigned n_fds;           /* NVIDIA fds */
+	bool fds_denied;          /* its fds could not be read (permission) */
 	bool mem_known;
 	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML */
 	enum gs_role role;

@@ -183,3 +183,22 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 		assert_dead "$a"
 	fi
 }
+
+@test "safety: a live PID NVML lists but that holds no NVIDIA device is never a target (PID reuse, other PID namespace)" {
+	# The driver's PIDs are the host's and a moment old: a process with that
+	# number but no NVIDIA fd or mapping is someone else. Here a shell that
+	# holds no device is listed with 700 MiB (the PID it "reused").
+	start_holder victim --gpu 0 --mib 1024
+	launch bystander bash -c 'CTX_PID=$$ CTX_MIB=700; eval "$1"; echo "pid=$$" >"$2.tmp"; mv "$2.tmp" "$2"; exec sleep 600' \
+		_ "$CTX_SNIPPET" "$BATS_TEST_TMPDIR/bystander.ready"
+	by=$(rpid bystander)
+
+	run --separate-stderr gs reclaim -y --json --timeout 0.5
+	assert_status 1
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $by) | .reason | startswith(\"listed by NVML but holds no NVIDIA device\")")" true "left alone"
+	assert_eq "$(jqo "[.processes[] | select(.pid == $by)] | length")" 0 "signals to the bystander"
+	# Its 700 MiB is not excused: the GPU is not clean while it is accounted.
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "false 700" "GPU 0"
+	assert_alive "$by"
+	assert_dead "$(rpid victim)"
+}
