@@ -12,7 +12,6 @@ pids=()
 
 cleanup() {
 	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
 	rm -rf "$HOST"
 }
 trap cleanup EXIT
@@ -25,8 +24,9 @@ export GPUSLATE_LOCK_FILE=$HOST/lock
 start() {
 	local name=$1 rf=$HOST/ready.$1; shift
 	ln -sf "$HOLDER" "$HOST/$name"
-	"$HOST/$name" --ready-file "$rf" "$@" &
-	pids+=($!)
+	# Started outside this shell's job table, so that the shell does not
+	# chatter when gpuslate kills one; the ready file gives the PIDs.
+	( "$HOST/$name" --ready-file "$rf" "$@" </dev/null & )
 	for _ in $(seq 200); do [ -f "$rf" ] && break; sleep 0.01; done
 	[ -f "$rf" ] || { echo "demo: $name did not start" >&2; exit 1; }
 	for p in $(sed -n 's/^[a-z]*=//p' "$rf"); do pids+=("$p"); done
