@@ -227,11 +227,18 @@ static bool has_target_ancestor(const struct gs_plan *p, const struct gs_ptable 
 	for (int depth = 0; st && depth < 4096; depth++) {
 		if (st->ppid <= 1 || st->ppid == st->pid)
 			return false;
-		if (is_target(p, st->ppid)) {
-			*ret_anc = st->ppid;
-			return true;
+		{
+			const struct gs_pidstat *par = gs_ptable_find(pt, st->ppid);
+			const struct gs_target *t = gs_plan_find_target(p, st->ppid);
+
+			/* Same PID and the same start time: the parent really is
+			 * that target, not a process that reused its PID. */
+			if (t && par && par->starttime == t->starttime) {
+				*ret_anc = st->ppid;
+				return true;
+			}
+			st = par;
 		}
-		st = gs_ptable_find(pt, st->ppid);
 	}
 	return false;
 }
@@ -278,13 +285,39 @@ bool gs_unit_is_infrastructure(const char *unit)
 	       gs_startswith(unit, "display-manager");
 }
 
+static bool same_owner(const struct gs_owner *a, const struct gs_owner *b)
+{
+	return a->kind == b->kind && !strcmp(a->name, b->name) && !strcmp(a->unit, b->unit);
+}
+
+/* Stopping a unit ends every process in it. Only when that takes nothing
+ * the selection leaves alone: no other GPU holder of the same unit that is
+ * not a target, and none holding a GPU outside the selection. */
+static bool unit_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_holder *h)
+{
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *o = &s->holders[i];
+		struct gs_gpuset outside;
+
+		if (!o->alive || !o->info_ok || !same_owner(&o->info.owner, &h->info.owner))
+			continue;
+		if (!is_target(p, o->pid))
+			return false;
+		for (int k = 0; k < 4; k++)
+			outside.bits[k] = o->gpus.bits[k] & ~p->gpus.bits[k];
+		if (!gs_gpuset_empty(&outside))
+			return false;
+	}
+	return true;
+}
+
 /* Which unit stop, if any, ends this target the way its supervisor expects. */
-static int choose_unit(struct gs_plan *p, const struct gs_holder *h, const struct gs_selection *sel,
-		       const struct gs_owner *self_owner)
+static int choose_unit(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_holder *h,
+		       const struct gs_selection *sel, const struct gs_owner *self_owner)
 {
 	const struct gs_owner *o = &h->info.owner;
 
-	if (sel->no_units)
+	if (sel->no_units || !unit_stop_is_contained(p, s, h))
 		return -1;
 	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service") && !gs_unit_is_infrastructure(o->name)) {
 		/* Never stop the unit gpuslate itself runs in. */
@@ -306,6 +339,14 @@ static bool left_for(const struct gs_plan *p, pid_t pid, enum gs_leave why)
 	return false;
 }
 
+/* Left alone by a rule no selection overrides (itself, an ancestor, PID 1,
+ * a kernel thread): whatever NVML accounts to it stays, by definition. */
+static bool left_for_safety(const struct gs_plan *p, pid_t pid)
+{
+	return left_for(p, pid, GS_LEAVE_SELF) || left_for(p, pid, GS_LEAVE_ANCESTOR) ||
+	       left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
+}
+
 static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
@@ -324,7 +365,8 @@ static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uin
 			/* A live PID left alone because it holds no NVIDIA device
 			 * is not what the driver accounts the memory to: that
 			 * memory has to go. */
-			if (left_for(p, e->pid, GS_LEAVE_NO_DEVICE))
+			if ((h && gs_gpuset_has(&h->nvml_unconfirmed, (unsigned)g) && !left_for_safety(p, e->pid)) ||
+			    left_for(p, e->pid, GS_LEAVE_UNKNOWN))
 				continue;
 			if (h && !h->alive) {
 				/* A dead creator's memory goes when its heirs go. */
@@ -391,7 +433,11 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		const struct gs_pidstat *st;
 		enum gs_leave why;
 
-		if (!gs_gpuset_intersects(&h->gpus, &p->gpus))
+		struct gs_gpuset concern = h->gpus;
+
+		for (int k = 0; k < 4; k++)
+			concern.bits[k] |= h->nvml_unconfirmed.bits[k];
+		if (!gs_gpuset_intersects(&concern, &p->gpus))
 			continue;
 		if (!h->alive) {
 			r = add_left(p, h, (int)i, GS_LEAVE_DEAD);
@@ -410,7 +456,7 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		 * with that number but no NVIDIA fd or mapping is someone else
 		 * (a reused PID, or a container's own PID space). Never a target
 		 * on NVML's word alone. */
-		if (h->nvml_listed && !h->n_fds && !h->maps_gpu && !h->fds_denied) {
+		if (!gs_gpuset_intersects(&h->gpus, &p->gpus)) {
 			r = add_left(p, h, (int)i, GS_LEAVE_NO_DEVICE);
 			goto next;
 		}
@@ -464,7 +510,7 @@ next:
 
 		if (t->holder < 0)
 			continue;
-		u = choose_unit(p, &s->holders[t->holder], sel, &self_owner);
+		u = choose_unit(p, s, &s->holders[t->holder], sel, &self_owner);
 		if (u == -ENOMEM) {
 			r = -ENOMEM;
 			goto fail;
@@ -487,7 +533,8 @@ next:
 			size_t members = 0;
 			const struct gs_pidstat *lst = gs_ptable_find(pt, leader);
 
-			if (t->action != GS_ACT_SIGNAL || t->why != GS_WHY_HOLDER || !lst || lst->pgrp != leader)
+			if (t->action != GS_ACT_SIGNAL || t->why != GS_WHY_HOLDER || !lst || lst->pgrp != leader ||
+			    lst->starttime != t->starttime)
 				continue;
 			if (me && me->pgrp == leader)
 				continue;

@@ -1,6 +1,7 @@
 #include "core/snapshot.h"
 #include "util/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -237,7 +238,7 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 				return -ENOMEM;
 			}
 			h->nvml_listed = true;
-			gs_gpuset_add(&h->gpus, (unsigned)g);
+			gs_gpuset_add(&h->nvml_gpus, (unsigned)g);
 			if (procs[i].mem_known) {
 				h->mem_known = true;
 				h->mem_used += procs[i].mem_used;
@@ -248,11 +249,62 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 	return 0;
 }
 
+/* A leader whose main thread exited shows state Z while its other threads
+ * run on, holding the files: alive. */
+static bool has_live_threads(int proc_fd, pid_t pid)
+{
+	char path[32];
+	DIR *dir;
+	struct dirent *de;
+	int fd, n = 0;
+
+	snprintf(path, sizeof(path), "%d/task", (int)pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	while ((de = readdir(dir)) && n < 2)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n > 1;
+}
+
+/* An NVML-listed GPU counts as held only when the scan backs it up (the
+ * process has that GPU's node open or mapped), or when the scan could not
+ * look (fds unreadable), or the PID is gone (the fork case: shown as such). */
+static void confirm_nvml_gpus(const struct gs_snapshot *s, struct gs_holder *h)
+{
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		unsigned m = s->gpus[g].minor;
+
+		if (!gs_gpuset_has(&h->nvml_gpus, (unsigned)g))
+			continue;
+		if (!h->alive || h->fds_denied || gs_minorset_has(&h->fd_minors, m) ||
+		    gs_minorset_has(&h->map_minors, m))
+			gs_gpuset_add(&h->gpus, (unsigned)g);
+		else
+			gs_gpuset_add(&h->nvml_unconfirmed, (unsigned)g);
+	}
+}
+
+static bool nvml_confirmed(const struct gs_holder *h)
+{
+	for (int k = 0; k < 4; k++)
+		if (h->nvml_gpus.bits[k] & ~h->nvml_unconfirmed.bits[k])
+			return true;
+	return false;
+}
+
 static void classify(struct gs_holder *h)
 {
 	if (h->info_ok && gs_is_protected_name(h->info.st.comm, h->info.name))
 		h->role = GS_ROLE_PROTECTED;
-	else if (h->nvml_listed || h->maps_gpu)
+	else if (nvml_confirmed(h) || h->maps_gpu)
 		h->role = GS_ROLE_COMPUTE;
 	else
 		h->role = GS_ROLE_CLIENT;
@@ -310,6 +362,8 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		h->n_fds = sp->n_fds;
 		h->maps_denied = sp->maps_denied;
 		h->maps_gpu = maps;
+		h->fd_minors = sp->fd_gpus;
+		h->map_minors = sp->map_gpus;
 		for (size_t g = 0; g < s->n_gpus; g++) {
 			const struct gs_minorset *set = maps ? &sp->map_gpus : &sp->fd_gpus;
 
@@ -335,8 +389,9 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 				h->info_ok = true;
 			close(fd);
 		}
-		if (h->info_ok && h->info.st.state == 'Z')
+		if (h->info_ok && h->info.st.state == 'Z' && !has_live_threads(d->root.proc_fd, h->pid))
 			h->alive = false; /* a zombie holds nothing */
+		confirm_nvml_gpus(s, h);
 		classify(h);
 	}
 	if (hv.n)

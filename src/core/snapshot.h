@@ -53,7 +53,13 @@ struct gs_holder {
 	bool info_ok;             /* info below was read */
 	struct gs_procinfo info;
 	struct gs_gpuset gpus;    /* GPUs it holds (compute: mapped or NVML-listed) */
-	bool nvml_listed;
+	bool nvml_listed;         /* NVML's lists name this PID */
+	struct gs_gpuset nvml_gpus;        /* the GPUs NVML lists it on */
+	/* Of those, the GPUs the /proc scan does not back up (a live process
+	 * with no fd or mapping of that GPU's node): NVML's PIDs are host PIDs
+	 * from a moment ago, so this process may not be the one it means. */
+	struct gs_gpuset nvml_unconfirmed;
+	struct gs_minorset fd_minors, map_minors; /* /dev/nvidia<N> open / mapped */
 	bool maps_gpu;            /* maps a /dev/nvidia<N> node: has a context */
 	bool maps_denied;         /* holds NVIDIA fds but its maps were unreadable */
 	unsigned n_fds;           /* NVIDIA fds */

@@ -175,7 +175,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 	build_unit_argv(u, o->have_pct, argv, GS_ARRAY_SIZE(argv));
 	for (size_t i = 0; argv[i] && off < sizeof(ur->command) - 2; i++)
 		off += (size_t)snprintf(ur->command + off, sizeof(ur->command) - off, "%s%s", i ? " " : "", argv[i]);
-	r = gs_spawn_run((char *const *)argv, o->unit_timeout_ms, 4096, &rr);
+	r = gs_spawn_run_interruptible((char *const *)argv, o->unit_timeout_ms, 4096, o->interrupted, &rr);
 	ur->took_ms = gs_now_ms() - t0;
 	if (r < 0) {
 		ur->exit_code = -1;
@@ -183,9 +183,11 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		gs_audit_unit(u->unit, u->container, -1);
 		return;
 	}
-	ur->exit_code = rr.timed_out ? -1 : rr.exit_code;
+	ur->exit_code = rr.timed_out || rr.interrupted ? -1 : rr.exit_code;
 	ur->timed_out = rr.timed_out;
-	if (rr.timed_out)
+	if (rr.interrupted)
+		snprintf(ur->error, sizeof(ur->error), "interrupted");
+	else if (rr.timed_out)
 		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms",
 			 (unsigned long long)o->unit_timeout_ms);
 	else if (rr.exit_code != 0 && rr.err) {

@@ -1,5 +1,6 @@
 /* Judging each host and merging the fleet report; see merge.h. */
 #include "fleet/merge.h"
+#include "util/util.h"
 #include "fleet/hostlist.h"
 
 #include <errno.h>
@@ -401,7 +402,10 @@ static int classify_failure(struct gs_host_result *r, const struct gs_run_output
 	} else if (code == 2 && has(e, "unknown option '--remote'")) {
 		r->failure = GS_HF_TOO_OLD;
 		r->error = strdup("gpuslate on the host is too old (no --remote mode): install this version there");
-	} else if (code == 127 || (o->out_len == 0 && (has(e, "not found") || has(e, "No such file or directory")))) {
+	} else if (code == 127 || (o->out_len == 0 && !gs_startswith(line, "gpuslate: ") &&
+				   (has(e, "not found") || has(e, "No such file or directory")))) {
+		/* "sh: gpuslate: not found", not gpuslate's own error about a
+		 * missing file (that one starts with "gpuslate: "). */
 		r->failure = GS_HF_MISSING;
 		r->error = xasprintf("gpuslate missing on the host: %s", *line ? line : "command not found");
 	} else if (code == 255 && o->out_len == 0) {

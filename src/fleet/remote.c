@@ -1,5 +1,6 @@
 /* The per-host command of a fleet run; see remote.h for the shapes. */
 #include "fleet/remote.h"
+#include "fleet/merge.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -243,11 +244,18 @@ int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errl
 	}
 	for (size_t i = 0; i < s.n; i++)
 		if (word_ok(s.v[i]) < 0) {
-			seterr(err, errlen, "cannot pass '%.40s%s' to the remote hosts: %s", s.v[i],
+		{
+			/* The refused word is shown escaped: the line break that
+			 * got it refused must not reach the terminal raw. */
+			char *shown = gs_sanitize(s.v[i], strlen(s.v[i]), 40);
+
+			seterr(err, errlen, "cannot pass '%s%s' to the remote hosts: %s", shown ? shown : "?",
 			       strlen(s.v[i]) > 40 ? "..." : "",
 			       strlen(s.v[i]) > GS_REMOTE_WORD_MAX ? "too long" : "it contains a line break");
+			free(shown);
 			strv_release(&s);
 			return -EINVAL;
+		}
 		}
 	*ret = strv_take(&s);
 	return *ret ? 0 : -ENOMEM;

@@ -177,6 +177,15 @@ static void slot_reap(struct slot *s, uint64_t now)
 
 	if (s->reaped)
 		return;
+	if (s->end_state) {
+		siginfo_t si;
+
+		/* An ended child's group goes too, while its zombie leader
+		 * still pins the group id (after the reap it could be reused). */
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)s->c.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == s->c.pid)
+			(void)kill(-s->c.pid, SIGKILL);
+	}
 	do
 		p = waitpid(s->c.pid, &st, WNOHANG);
 	while (p < 0 && errno == EINTR);
@@ -211,9 +220,10 @@ static void slot_end_step(struct slot *s, const struct gs_runner_opts *o, uint64
 		break;
 	case PH_TERM_SENT:
 	case PH_KILL_SENT:
-		/* The pid cannot have been reused: the child is not reaped. Once
-		 * it is, what it left in its group goes too. */
-		(void)kill(-s->c.pid, SIGKILL);
+		/* Only while the child is not reaped: then its pid and group
+		 * id cannot have been reused. */
+		if (!s->reaped)
+			(void)kill(-s->c.pid, SIGKILL);
 		s->phase = PH_KILL_SENT;
 		break;
 	}
@@ -239,10 +249,6 @@ static void slot_finish(struct slot *s, struct gs_run_output *res, uint64_t now)
 	close_fd(&s->c.err_fd);
 	close_fd(&s->c.in_fd);
 	close_fd(&s->pidfd);
-	if (s->end_state) {
-		/* Make sure nothing of an ended child's group stays behind. */
-		(void)kill(-s->c.pid, SIGKILL);
-	}
 	res->state = s->end_state ? s->end_state : GS_RUN_EXITED;
 	res->exit_code = s->status >= 0 ? exit_code_of(s->status) : -1;
 	res->out = s->out.p;

@@ -174,6 +174,11 @@ int gs_pidref_exited(struct gs_pidref *ref, int proc_fd)
 			return pfd.revents & POLLNVAL ? -EBADF : 1;
 		if (n < 0 && errno != EINTR)
 			return -errno;
+		/* The pidfd turns readable only once the whole thread group is
+		 * gone; a leader that shows 'Z' while its other threads run on
+		 * still holds its files. Trust the pidfd. */
+		if (n == 0)
+			return 0;
 	} else if (!ref->no_pidfd) {
 		return -EBADF;
 	}

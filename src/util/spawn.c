@@ -123,6 +123,26 @@ static int reap(pid_t pid, uint64_t timeout_ms, int *ret_status)
 	}
 }
 
+/* Wait until the child has exited WITHOUT reaping it: its zombie keeps the
+ * pid and the process group id from being reused while we signal the group. */
+static int exited_unreaped(pid_t pid, uint64_t timeout_ms)
+{
+	uint64_t deadline = gs_now_ms() + timeout_ms;
+
+	for (;;) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			return 1;
+		if (errno == ECHILD)
+			return -ECHILD;
+		if (gs_now_ms() >= deadline)
+			return 0;
+		usleep(2000); /* our own child; see reap() */
+	}
+}
+
 void gs_spawn_terminate(struct gs_child *c, uint64_t grace_ms)
 {
 	int st;
@@ -131,14 +151,15 @@ void gs_spawn_terminate(struct gs_child *c, uint64_t grace_ms)
 		return;
 	(void)kill(-c->pid, SIGTERM);
 	(void)kill(-c->pid, SIGCONT);
-	if (reap(c->pid, grace_ms, &st) != 1) {
-		(void)kill(-c->pid, SIGKILL);
-		(void)reap(c->pid, 5000, &st);
-	} else {
-		/* The leader is gone; make sure nothing it left in the group stays. */
-		(void)kill(-c->pid, SIGKILL);
-	}
-	c->pid = -1;
+	if (exited_unreaped(c->pid, grace_ms) != 1)
+		(void)exited_unreaped(c->pid, 0);
+	/* Before reaping: the zombie leader still pins the group id, so this
+	 * reaches only what the child left in its own group. */
+	(void)kill(-c->pid, SIGKILL);
+	if (reap(c->pid, 5000, &st) == 1)
+		c->pid = -1;
+	/* Else it is stuck (uninterruptible sleep): keep the pid so the
+	 * caller can still reap it later; never signal its group again. */
 }
 
 static int status_code(int st)
@@ -178,6 +199,12 @@ static int cap_read(int fd, struct capbuf *cb)
 
 int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct gs_run_result *ret)
 {
+	return gs_spawn_run_interruptible(argv, timeout_ms, max_out, NULL, ret);
+}
+
+int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t max_out,
+			       volatile sig_atomic_t *interrupted, struct gs_run_result *ret)
+{
 	struct gs_child c;
 	struct capbuf cap[2];
 	uint64_t deadline = gs_now_ms() + timeout_ms;
@@ -210,6 +237,10 @@ int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct
 			ret->timed_out = true;
 			break;
 		}
+		if (interrupted && *interrupted) {
+			ret->interrupted = true;
+			break;
+		}
 		if (!open_out)
 			p[0].fd = -1;
 		if (!open_err)
@@ -226,7 +257,7 @@ int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct
 	}
 	close(c.out_fd);
 	close(c.err_fd);
-	if (ret->timed_out) {
+	if (ret->timed_out || ret->interrupted) {
 		gs_spawn_terminate(&c, 2000);
 	} else {
 		uint64_t now = gs_now_ms();

@@ -4,6 +4,7 @@
 #ifndef GS_SPAWN_H
 #define GS_SPAWN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@ void gs_spawn_terminate(struct gs_child *c, uint64_t grace_ms);
 struct gs_run_result {
 	int exit_code;     /* exit status, or 128+signal, or -1 when timed out */
 	bool timed_out;
+	bool interrupted;
 	char *out;         /* captured stdout (NUL-terminated, bounded) */
 	char *err;         /* captured stderr */
 };
@@ -40,6 +42,10 @@ struct gs_run_result {
 /* Run to completion within timeout_ms, capturing at most max_out bytes of
  * each stream. Returns 0 (see result) or -errno when it could not start. */
 int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct gs_run_result *ret);
+/* The same, ended early (like a timeout, with ret->interrupted set) as soon
+ * as *interrupted becomes non-zero (Ctrl-C in the caller). */
+int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t max_out,
+			       volatile sig_atomic_t *interrupted, struct gs_run_result *ret);
 void gs_run_result_free(struct gs_run_result *r);
 
 /* Is program found in PATH (or an existing executable path)? */
