@@ -575,3 +575,25 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$(jqo '"\(.verdict) \(.processes | length)"')" "clean 0" "verdict, processes"
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.memory_before_mib) \(.memory_after_mib)"')" "1024 0" "GPU 0"
 }
+
+@test "reclaim: a unit that also holds an unselected GPU is not stopped; only the selected holder is signalled" {
+	# Stopping trainer.service would end its GPU 0 process too, which -g 1
+	# leaves alone: gpuslate signals the GPU 1 holder instead.
+	require_cgroups
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
+	start_unit --restart no --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
+		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+
+	run --separate-stderr gs reclaim -g 1 -y --json
+	assert_status 0
+	assert_eq "$(target_json "$main" .action)" signal "plan for the GPU 1 holder"
+	assert_eq "$(jqo "[.plan.targets[] | select(.pid == $other)] | length")" 0 "GPU 0 holder targeted"
+	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log" 2>/dev/null)" "systemctl stop" "systemctl calls"
+	assert_eq "$(jqo '.gpus[] | select(.index == 1) | .clean')" true "GPU 1"
+	assert_dead "$main"
+	assert_alive "$other"
+}
