@@ -323,14 +323,15 @@ static void test_read_child(void **state)
 	close(pfd[1]);
 	assert_int_equal(read(pfd[0], &c, 1), 1);
 	close(pfd[0]);
-	/* wait until the exec happened: comm becomes "sh" */
-	for (int i = 0; i < 200; i++) {
-		if (gs_pidstat_read(proc_fd, pid, &st) == 0 && strcmp(st.comm, "sh") == 0)
+	/* wait until the exec has finished: comm becomes "sh" first, the new
+	 * argv (cmdline) a moment later, once the new mm is in place */
+	dfd = open_pid_dir(pid);
+	assert_true(dfd >= 0);
+	for (int i = 0; i < 500; i++) {
+		if (gs_procinfo_read(dfd, pid, pi) == 0 && strcmp(pi->st.comm, "sh") == 0 && pi->cmdline[0])
 			break;
 		usleep(10000);
 	}
-	dfd = open_pid_dir(pid);
-	assert_true(dfd >= 0);
 	assert_int_equal(gs_procinfo_read(dfd, pid, pi), 0);
 	assert_string_equal(pi->st.comm, "sh");
 	assert_string_equal(pi->name, "gs?child");
