@@ -4,6 +4,7 @@
 #define GS_CLI_H
 
 #include <stdbool.h>
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,19 @@ enum {
 enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT };
 
 #define GS_MAX_MULTI 32
+
+/* Values of the long-only options in gs_cli_long_opts. */
+enum {
+	OPT_UNIT = 0x100, OPT_CONTAINER, OPT_MATCH, OPT_INCLUDE_CLIENTS, OPT_INCLUDE,
+	OPT_GRACE, OPT_TIMEOUT, OPT_TOLERANCE, OPT_NO_UNITS, OPT_REASON, OPT_JSON, OPT_CSV,
+	OPT_QUERY_GPU, OPT_QUERY_APPS, OPT_FORMAT, OPT_HOSTS_FILE, OPT_SSH, OPT_REMOTE_CMD,
+	OPT_CONNECT_TIMEOUT, OPT_COMMAND_TIMEOUT, OPT_NVML_LIB, OPT_DEV_ROOT, OPT_PROC_ROOT,
+	OPT_NO_NVML, OPT_NVML_TIMEOUT, OPT_REMOTE,
+};
+
+/* The option table, one for the parser (main.c) and for the tests that read
+ * back what a remote gpuslate will parse (tests/unit/test_remote.c). */
+extern const struct option gs_cli_long_opts[];
 
 struct gs_cli {
 	enum gs_cmd cmd;

@@ -93,13 +93,6 @@ static void usage(FILE *f)
 	      "4 some hosts failed, 5 refused. See gpuslate(1).\n", f);
 }
 
-enum {
-	OPT_UNIT = 0x100, OPT_CONTAINER, OPT_MATCH, OPT_INCLUDE_CLIENTS, OPT_INCLUDE,
-	OPT_GRACE, OPT_TIMEOUT, OPT_TOLERANCE, OPT_NO_UNITS, OPT_REASON, OPT_JSON, OPT_CSV,
-	OPT_QUERY_GPU, OPT_QUERY_APPS, OPT_FORMAT, OPT_HOSTS_FILE, OPT_SSH, OPT_REMOTE_CMD,
-	OPT_CONNECT_TIMEOUT, OPT_COMMAND_TIMEOUT, OPT_NVML_LIB, OPT_DEV_ROOT, OPT_PROC_ROOT,
-	OPT_NO_NVML, OPT_NVML_TIMEOUT, OPT_REMOTE,
-};
 
 /* Commands an option is valid for. */
 #define C_STATUS (1u << GS_CMD_STATUS)
@@ -107,45 +100,6 @@ enum {
 #define C_WAIT (1u << GS_CMD_WAIT)
 #define C_ALL (C_STATUS | C_RECLAIM | C_WAIT)
 
-static const struct option long_opts[] = {
-	{ "gpus", required_argument, NULL, 'g' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "unit", required_argument, NULL, OPT_UNIT },
-	{ "container", required_argument, NULL, OPT_CONTAINER },
-	{ "match", required_argument, NULL, OPT_MATCH },
-	{ "include-clients", no_argument, NULL, OPT_INCLUDE_CLIENTS },
-	{ "include", required_argument, NULL, OPT_INCLUDE },
-	{ "yes", no_argument, NULL, 'y' },
-	{ "dry-run", no_argument, NULL, 'n' },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "tolerance", required_argument, NULL, OPT_TOLERANCE },
-	{ "no-units", no_argument, NULL, OPT_NO_UNITS },
-	{ "reason", required_argument, NULL, OPT_REASON },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "csv", no_argument, NULL, OPT_CSV },
-	{ "query-gpu", required_argument, NULL, OPT_QUERY_GPU },
-	{ "query-compute-apps", required_argument, NULL, OPT_QUERY_APPS },
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "hosts", required_argument, NULL, 'w' },
-	{ "exclude", required_argument, NULL, 'x' },
-	{ "fanout", required_argument, NULL, 'f' },
-	{ "hosts-file", required_argument, NULL, OPT_HOSTS_FILE },
-	{ "ssh", required_argument, NULL, OPT_SSH },
-	{ "remote-cmd", required_argument, NULL, OPT_REMOTE_CMD },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "command-timeout", required_argument, NULL, OPT_COMMAND_TIMEOUT },
-	{ "nvml-lib", required_argument, NULL, OPT_NVML_LIB },
-	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
-	{ "proc-root", required_argument, NULL, OPT_PROC_ROOT },
-	{ "no-nvml", no_argument, NULL, OPT_NO_NVML },
-	{ "nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT },
-	{ "remote", no_argument, NULL, OPT_REMOTE },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
 
 static unsigned option_commands(int c)
 {
@@ -164,7 +118,7 @@ static unsigned option_commands(int c)
 
 static const char *option_name(int c)
 {
-	for (const struct option *o = long_opts; o->name; o++)
+	for (const struct option *o = gs_cli_long_opts; o->name; o++)
 		if (o->val == c)
 			return o->name;
 	return "?";
@@ -205,7 +159,7 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 	cli->ssh_cmd = getenv("GPUSLATE_SSH");
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", gs_cli_long_opts, NULL)) != -1) {
 		uint32_t u32;
 
 		if (c > 0 && c < (int)GS_ARRAY_SIZE(used))

@@ -35,9 +35,9 @@ submake() {
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" "$@"
 }
 
-# Long options of the long_opts table in src/cli/main.c.
+# Long options of the option table in src/cli/options.c.
 table_long_opts() {
-	sed -n '/long_opts\[\] = {/,/^};/p' "$ROOT/src/cli/main.c" |
+	sed -n '/long_opts\[\] = {/,/^};/p' "$ROOT/src/cli/options.c" |
 		grep -o '{ "[a-z0-9-]*"' | cut -d'"' -f2 | sort -u
 }
 
@@ -68,7 +68,7 @@ man_option_entries() {
 	fi
 }
 
-@test "man page: an entry for every long option in main.c's table and nothing else" {
+@test "man page: an entry for every long option in the option table and nothing else" {
 	table_long_opts | sed 's/^/--/' >"$TMP/table"
 	man_option_entries | grep '^--' >"$TMP/man"
 	[ "$(wc -l <"$TMP/table")" -ge 30 ]

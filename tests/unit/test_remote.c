@@ -453,50 +453,8 @@ static void test_tail_not_a_fleet_command(void **state)
 	assert_non_null(strstr(err, "no fleet command"));
 }
 
-/* The far side's own option table (src/cli/main.c long_opts), to read the
- * tail back with GNU getopt_long exactly as the remote gpuslate does. */
-enum { R_UNIT = 0x100, R_CONTAINER, R_MATCH, R_INCLUDE_CLIENTS, R_INCLUDE, R_GRACE, R_TIMEOUT, R_TOLERANCE,
-       R_NO_UNITS, R_REASON, R_JSON, R_CSV, R_QG, R_QA, R_FORMAT, R_HOSTS_FILE, R_SSH, R_REMOTE_CMD, R_CT, R_CMT,
-       R_NVML_LIB, R_DEV_ROOT, R_PROC_ROOT, R_NO_NVML, R_NVML_TIMEOUT, R_REMOTE };
-static const struct option far_opts[] = {
-	{ "gpus", required_argument, NULL, 'g' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "unit", required_argument, NULL, R_UNIT },
-	{ "container", required_argument, NULL, R_CONTAINER },
-	{ "match", required_argument, NULL, R_MATCH },
-	{ "include-clients", no_argument, NULL, R_INCLUDE_CLIENTS },
-	{ "include", required_argument, NULL, R_INCLUDE },
-	{ "yes", no_argument, NULL, 'y' },
-	{ "dry-run", no_argument, NULL, 'n' },
-	{ "grace", required_argument, NULL, R_GRACE },
-	{ "timeout", required_argument, NULL, R_TIMEOUT },
-	{ "tolerance", required_argument, NULL, R_TOLERANCE },
-	{ "no-units", no_argument, NULL, R_NO_UNITS },
-	{ "reason", required_argument, NULL, R_REASON },
-	{ "json", no_argument, NULL, R_JSON },
-	{ "csv", no_argument, NULL, R_CSV },
-	{ "query-gpu", required_argument, NULL, R_QG },
-	{ "query-compute-apps", required_argument, NULL, R_QA },
-	{ "format", required_argument, NULL, R_FORMAT },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "hosts", required_argument, NULL, 'w' },
-	{ "exclude", required_argument, NULL, 'x' },
-	{ "fanout", required_argument, NULL, 'f' },
-	{ "hosts-file", required_argument, NULL, R_HOSTS_FILE },
-	{ "ssh", required_argument, NULL, R_SSH },
-	{ "remote-cmd", required_argument, NULL, R_REMOTE_CMD },
-	{ "connect-timeout", required_argument, NULL, R_CT },
-	{ "command-timeout", required_argument, NULL, R_CMT },
-	{ "nvml-lib", required_argument, NULL, R_NVML_LIB },
-	{ "dev-root", required_argument, NULL, R_DEV_ROOT },
-	{ "proc-root", required_argument, NULL, R_PROC_ROOT },
-	{ "no-nvml", no_argument, NULL, R_NO_NVML },
-	{ "nvml-timeout", required_argument, NULL, R_NVML_TIMEOUT },
-	{ "remote", no_argument, NULL, R_REMOTE },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
+/* The far side's own option table (src/cli/options.c), to read the tail
+ * back with GNU getopt_long exactly as the remote gpuslate does. */
 
 /* Parse argv (a program name, then the tail) into a struct gs_cli as the far
  * side would; fails on an option it did not expect. */
@@ -513,24 +471,24 @@ static void far_parse(char *const *tail, struct gs_cli *ret)
 	memset(ret, 0, sizeof(*ret));
 	optind = 0; /* full re-initialisation of GNU getopt */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", far_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", gs_cli_long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'g': ret->gpus = optarg; break;
 		case 'u': ret->users[ret->n_users++] = optarg; break;
-		case R_UNIT: ret->units[ret->n_units++] = optarg; break;
-		case R_CONTAINER: ret->containers[ret->n_containers++] = optarg; break;
-		case R_MATCH: ret->match = optarg; break;
-		case R_INCLUDE_CLIENTS: ret->include_clients = true; break;
-		case R_INCLUDE: ret->includes[ret->n_includes++] = optarg; break;
+		case OPT_UNIT: ret->units[ret->n_units++] = optarg; break;
+		case OPT_CONTAINER: ret->containers[ret->n_containers++] = optarg; break;
+		case OPT_MATCH: ret->match = optarg; break;
+		case OPT_INCLUDE_CLIENTS: ret->include_clients = true; break;
+		case OPT_INCLUDE: ret->includes[ret->n_includes++] = optarg; break;
 		case 'y': ret->yes = true; break;
 		case 'n': ret->dry_run = true; break;
-		case R_GRACE: assert_int_equal(gs_parse_seconds(optarg, &ret->grace_ms), 0); break;
-		case R_TIMEOUT: assert_int_equal(gs_parse_seconds(optarg, &ret->timeout_ms), 0); break;
-		case R_TOLERANCE: ret->tolerance_mib = strtoull(optarg, NULL, 10); break;
-		case R_NO_UNITS: ret->no_units = true; break;
-		case R_REASON: ret->reason = optarg; break;
-		case R_NO_NVML: ret->no_nvml = true; break;
-		case R_REMOTE: ret->remote = true; break;
+		case OPT_GRACE: assert_int_equal(gs_parse_seconds(optarg, &ret->grace_ms), 0); break;
+		case OPT_TIMEOUT: assert_int_equal(gs_parse_seconds(optarg, &ret->timeout_ms), 0); break;
+		case OPT_TOLERANCE: ret->tolerance_mib = strtoull(optarg, NULL, 10); break;
+		case OPT_NO_UNITS: ret->no_units = true; break;
+		case OPT_REASON: ret->reason = optarg; break;
+		case OPT_NO_NVML: ret->no_nvml = true; break;
+		case OPT_REMOTE: ret->remote = true; break;
 		default:
 			fail_msg("the far side would see option %d ('%s') at argv[%d]", c,
 				 optind > 0 && optind <= argc ? argv[optind - 1] : "?", optind - 1);
