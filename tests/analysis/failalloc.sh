@@ -15,38 +15,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
-GS=$PWD/$B/gpuslate
-HOLDER=$PWD/$B/fakes/gs-holder
+TOOL=failalloc
+. tests/analysis/fakehost.sh
 FA=$PWD/$B/fakes/failalloc.so
-T=$(mktemp -d /tmp/gs-failalloc.XXXXXX)
-# Holders are started inside $(...) subshells: their pids go to a file.
 fail=0
-cleanup() {
-	local p
-	[ -f "$T/pids" ] && while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$T/pids"
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-sh tests/fakes/mkhost.sh "$T/host" 2 || exit 1
-export FAKE_NVML_STATE=$T/host/nvml GPUSLATE_DEV_ROOT=$T/host/dev GPUSLATE_NVIDIA_PROCFS=$T/host/driver \
-	GPUSLATE_NVML_LIB=$PWD/$B/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_NO_PROGRESS=1 \
-	GPUSLATE_STATE_FILE=$T/state NO_COLOR=1
-mkdir -p "$T/bin"
-ln -s "$HOLDER" "$T/bin/nvidia-persistenced"
-
-holder() { # holder NAME ARGS...: prints the pid once it is set up
-	local name=$1
-	shift
-	rm -f "$T/$name.ready"
-	"$@" --ready-file "$T/$name.ready" </dev/null >>"$T/$name.log" 2>&1 &
-	echo $! >>"$T/pids"
-	for _ in $(seq 500); do [ -f "$T/$name.ready" ] && break; sleep 0.01; done
-	[ -f "$T/$name.ready" ] || { echo "failalloc.sh: holder $name did not start" >&2; cat "$T/$name.log" >&2; exit 1; }
-	sed -n 's/^pid=//p' "$T/$name.ready"
-}
-alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 reap_dead() { wait -n 2>/dev/null || :; }
 
 bystander=$(holder bystander "$HOLDER" --gpu 1 --mib 512)

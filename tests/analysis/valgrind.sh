@@ -9,39 +9,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
-GS=$PWD/$B/gpuslate
-HOLDER=$PWD/$B/fakes/gs-holder
-T=$(mktemp -d /tmp/gs-valgrind.XXXXXX)
-# Holders are started inside $(...) subshells: their pids go to a file.
+TOOL=valgrind
+. tests/analysis/fakehost.sh
 fail=0
-cleanup() {
-	local p
-	[ -f "$T/pids" ] && while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$T/pids"
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-sh tests/fakes/mkhost.sh "$T/host" 2 || exit 1
-export FAKE_NVML_STATE=$T/host/nvml GPUSLATE_DEV_ROOT=$T/host/dev GPUSLATE_NVIDIA_PROCFS=$T/host/driver \
-	GPUSLATE_NVML_LIB=$PWD/$B/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_NO_PROGRESS=1 \
-	GPUSLATE_STATE_FILE=$T/state NO_COLOR=1
-mkdir -p "$T/bin"
-ln -s "$HOLDER" "$T/bin/nvidia-persistenced"
 ln -s "$GS" "$T/bin/gpuslate"
 export PATH=$T/bin:$PATH
-
-# holder NAME ARGS...: start a holder, wait (bounded) for its ready file.
-holder() {
-	local name=$1
-	shift
-	"$@" --ready-file "$T/$name.ready" </dev/null >"$T/$name.log" 2>&1 &
-	echo $! >>"$T/pids"
-	for _ in $(seq 500); do [ -f "$T/$name.ready" ] && break; sleep 0.01; done
-	[ -f "$T/$name.ready" ] || { echo "valgrind.sh: holder $name did not start"; cat "$T/$name.log"; exit 1; }
-	sed -n 's/^pid=//p' "$T/$name.ready"
-}
-alive() { [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 # shellcheck disable=SC2054 # the comma is inside one option
 VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,possible
