@@ -238,7 +238,10 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 		/* Holders are re-scanned on a slower beat, and always before a
 		 * verdict: memory at the baseline is not enough if a holder the
 		 * selection targets is still there (it may not have allocated yet). */
-		if (now >= next_rescan || all_released || now >= deadline) {
+		/* Once the GPUs look clean, re-scan at once to confirm, then on
+		 * the respawn watch's own beat: a full /proc pass every 5 ms
+		 * poll would be work on the hot path. */
+		if (now >= next_rescan || now >= deadline || (all_released && !clean_since)) {
 			rc = rescan(d, o, r, &old_left, &new_holders);
 			if (rc < 0) {
 				r->driver_failed = true;
