@@ -178,9 +178,12 @@ world_rootfs() {
 		flock -x 9
 		if [ ! -f "$c/rootfs/.complete" ]; then
 			if [ ! -s "$c/rootfs.tar.zst" ]; then
-				tmp=$c/rootfs.tar.zst.$$.tmp
+				tmp=$c/rootfs.$$.tmp.tar.zst # mmdebstrap picks the format from the name
+				# Twice: a mirror's transient failure should not fail the suite.
 				mmdebstrap --quiet --variant=minbase --include=systemd,systemd-sysv,dbus \
-					bookworm "$tmp" "$(world_debian_mirror)" >&2 || { rm -f "$tmp"; exit 1; }
+					bookworm "$tmp" "$(world_debian_mirror)" >&2 ||
+					mmdebstrap --quiet --variant=minbase --include=systemd,systemd-sysv,dbus \
+						bookworm "$tmp" "$(world_debian_mirror)" >&2 || { rm -rf "$tmp"; exit 1; }
 				mv "$tmp" "$c/rootfs.tar.zst"
 			fi
 			rm -rf "$c/rootfs"
