@@ -443,8 +443,9 @@ world_podman_stop() {
 	local dir=$1 c
 	PODMAN="podman --root $dir/root --runroot $dir/run --tmpdir $dir/tmp --cgroup-manager=cgroupfs --events-backend=file --storage-driver=overlay"
 	for c in $($PODMAN ps -aq 2>/dev/null); do $PODMAN rm -f -t 0 "$c" >/dev/null 2>&1; done
-	# podman leaves its storage mounted: unmount ours only.
-	$PODMAN system reset --force >/dev/null 2>&1 || true
+	$PODMAN rmi -a -f >/dev/null 2>&1
+	# podman leaves its storage mounted (our root only).
+	if findmnt -rn -o TARGET | grep -qxF "$dir/root/overlay"; then umount "$dir/root/overlay"; fi
 	return 0
 }
 
