@@ -205,6 +205,20 @@ world_lxc_reason() {
 	world_cgroup2 >/dev/null || echo "no cgroup v2 hierarchy"
 }
 
+# world_lxc TOOL ARGS...: an lxc-* tool, in the network namespace the
+# container was started from (WORLD_LXC_NETNS, a name under /run/netns,
+# when the container belongs to a simulated fleet host): LXC's command
+# socket is an abstract one, visible in that namespace only.
+world_lxc() {
+	local tool=$1
+	shift
+	if [ -n "${WORLD_LXC_NETNS:-}" ]; then
+		nsenter --net="/run/netns/$WORLD_LXC_NETNS" "$tool" "$@"
+	else
+		"$tool" "$@"
+	fi
+}
+
 # world_lxc_start DIR SHARED: a privileged LXC container configured as
 # Proxmox VE configures its CTs (cgroup lxc/<vmid>/ns, systemd as init,
 # SIGRTMIN+3 to halt), with a numeric vmid no other run uses, its root
@@ -254,20 +268,21 @@ world_lxc_start() {
 	EOF
 	chmod +x "$dir/$id/delta/usr/local/bin/gpuslate"
 	WORLD_CT=$id
-	echo "world_lxc_stop $dir $id" >>"$BATS_FILE_TMPDIR/world-cleanup"
-	if ! lxc-start -P "$dir" -n "$id" -o "$dir/$id.log" -l NOTICE; then
+	echo "WORLD_LXC_NETNS=${WORLD_LXC_NETNS:-} world_lxc_stop $dir $id" >>"$BATS_FILE_TMPDIR/world-cleanup"
+	if ! world_lxc lxc-start -P "$dir" -n "$id" -o "$dir/$id.log" -l NOTICE; then
 		cat "$dir/$id.log" >&2
 		return 1
 	fi
 	if ! wait_for 60 world_lxc_ready "$id"; then
 		cat "$dir/$id.log" >&2
-		lxc-attach -P "$dir" -n "$id" -- systemctl --failed --no-pager >&2
+		world_lxc lxc-attach -P "$dir" -n "$id" -- systemctl --failed --no-pager >&2
 		echo "world: container $id did not boot" >&2
 		return 1
 	fi
 }
 # world_sim_env SHARED: the simulated GPU host of the current test, for the
-# `gpuslate` inside containers.
+# `gpuslate` inside containers. Its lock file is the container's own: plain
+# lxc-attach passes the caller's environment in, a host's path included.
 world_sim_env() {
 	cat >"$1/sim.env.tmp" <<-EOF
 		GPUSLATE_NVML_LIB=$GS_NVML
@@ -275,11 +290,12 @@ world_sim_env() {
 		FAKE_NVML_STATE=$FAKE_NVML_STATE
 		GPUSLATE_NVIDIA_PROCFS=$GPUSLATE_NVIDIA_PROCFS
 		GPUSLATE_NO_PROGRESS=1
+		GPUSLATE_LOCK_FILE=/run/gpuslate.lock
 	EOF
 	mv "$1/sim.env.tmp" "$1/sim.env"
 }
 world_lxc_ready() {
-	case $(lxc-attach -P "$WORLD_LXC_PATH" -n "$1" -- systemctl is-system-running 2>/dev/null) in
+	case $(world_lxc lxc-attach -P "$WORLD_LXC_PATH" -n "$1" -- systemctl is-system-running 2>/dev/null) in
 	running | degraded) return 0 ;;
 	esac
 	return 1
@@ -290,15 +306,15 @@ world_lxc_ready() {
 world_lxc_stop() {
 	local dir=$1 id=$2
 	[ -f "$dir/$id/config" ] || return 0
-	lxc-stop -P "$dir" -n "$id" -t 20 >/dev/null 2>&1 || lxc-stop -P "$dir" -n "$id" -k >/dev/null 2>&1
-	lxc-wait -P "$dir" -n "$id" -s STOPPED -t 20 >/dev/null 2>&1 || true
+	world_lxc lxc-stop -P "$dir" -n "$id" -t 20 >/dev/null 2>&1 || world_lxc lxc-stop -P "$dir" -n "$id" -k >/dev/null 2>&1
+	world_lxc lxc-wait -P "$dir" -n "$id" -s STOPPED -t 20 >/dev/null 2>&1 || true
 	if ! findmnt -rn -o TARGET | grep -qF "$dir/$id"; then
 		rm -rf "${dir:?}/$id"
 	fi
 }
 
 # ct_exec CMD...: CMD inside the test's container, as `pct exec` runs it.
-ct_exec() { PCT_LXC_PATH=$WORLD_LXC_PATH "$GS_WORLD/pct" exec "$WORLD_CT" -- "$@"; }
+ct_exec() { world_lxc lxc-attach -P "$WORLD_LXC_PATH" -n "$WORLD_CT" --clear-env --keep-var TERM -- "$@"; }
 
 # world_lxc_unit [--restart R] NAME -- CMD...: a service of the container's
 # own systemd (system.slice/NAME.service inside, so lxc/<vmid>/ns/... on the
@@ -317,7 +333,7 @@ world_lxc_unit() {
 		TimeoutStopSec=10s
 		Environment=FAKE_NVML_STATE=$FAKE_NVML_STATE GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT FAKE_NVML_PID_FROM_LOCK=1
 	EOF
-	echo "world_lxc_unit_stop $WORLD_LXC_PATH $WORLD_CT $name" >>"$GS_WORLD_CLEANUP"
+	echo "WORLD_LXC_NETNS=${WORLD_LXC_NETNS:-} world_lxc_unit_stop $WORLD_LXC_PATH $WORLD_CT $name" >>"${GS_WORLD_CLEANUP:-$BATS_FILE_TMPDIR/world-cleanup}"
 	ct_exec systemctl daemon-reload && ct_exec systemctl start "$name.service" || return 1
 	# MainPID is the container's number; the host's is in the unit's cgroup.
 	ns=$(ct_exec systemctl show -p MainPID --value "$name.service")
@@ -326,7 +342,7 @@ world_lxc_unit() {
 	track "$UNIT_MAIN"
 }
 world_lxc_unit_stop() {
-	lxc-attach -P "$1" -n "$2" --clear-env -- sh -c \
+	world_lxc lxc-attach -P "$1" -n "$2" --clear-env -- sh -c \
 		'systemctl stop "$1.service"; rm -f "/run/systemd/system/$1.service"; systemctl daemon-reload' _ "$3" 2>/dev/null
 	return 0
 }
