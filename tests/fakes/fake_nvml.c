@@ -2,7 +2,7 @@
  *
  * It speaks the real NVML ABI (the declarations in gpu/nvml_abi.h, shared with
  * the real backend) and simulates the GPUs described by the state directory
- * $FAKE_NVML_STATE, as specified in docs/fakes.md:
+ * $FAKE_NVML_STATE, as specified in docs/testing.md:
  *   gpus            the GPU table, read at the first nvmlInit*
  *   driver_version  optional, read at the first nvmlInit*
  *   ctx/<id>        GPU contexts; alive while someone holds a flock on them

@@ -4,7 +4,7 @@
  * on the device nodes under the dev root and shared mappings of them. Its GPU
  * memory is a context file in the fake NVML state directory, kept alive by a
  * flock(LOCK_SH) that forked children inherit, as they inherit the driver's
- * open files. See docs/fakes.md for the options and the state format. */
+ * open files. See docs/testing.md for the options and the state format. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
