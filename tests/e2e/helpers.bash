@@ -191,12 +191,30 @@ pty_type() { # pty_type NAME TEXT: types TEXT and Enter, then closes the input
 pty_shows() { grep -q -- "$2" "$BATS_TEST_TMPDIR/$1.tty" 2>/dev/null; }
 file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
 
+# stays_for SECONDS CMD [ARG]...: CMD holds at every check over SECONDS, for
+# what must not happen (a restart after RestartSec=100ms, a respawned
+# container): the window is several times what it would take.
+stays_for() {
+	local end
+	end=$(($(now_ms) + $(to_ms "$1")))
+	shift
+	while [ "$(now_ms)" -lt "$end" ]; do
+		"$@" || { echo "stays_for: stopped holding: $*" >&2; return 1; }
+		sleep 0.02
+	done
+}
+
 # ---- gpuslate ----------------------------------------------------------------
 
 # gpuslate under test; in the mount namespace of the test's systemd manager
 # once one runs, so that its `systemctl` reaches that manager.
 gs() {
 	if [ -n "${WORLD_SD_PID:-}" ]; then sd_exec "$GPUSLATE_BIN" "$@"; else "$GPUSLATE_BIN" "$@"; fi
+}
+
+# gpu_used INDEX: the MiB in use on that GPU, as the (fake) NVML says.
+gpu_used() {
+	"$GPUSLATE_BIN" status --query-gpu=index,memory.used --format=csv,noheader,nounits | sed -n "s/^$1, //p"
 }
 
 # jqo FILTER: jq -r FILTER on $output (set by `run`).

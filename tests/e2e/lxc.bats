@@ -21,15 +21,6 @@ proc_json() { jqo ".processes[] | select(.pid == $1) | $2"; }
 target_json() { jqo ".plan.targets[] | select(.pid == $1) | $2"; }
 
 ct_state() { ct_exec systemctl show -p ActiveState --value "$1"; }
-stays_for() {
-	local end
-	end=$(($(now_ms) + $(to_ms "$1")))
-	shift
-	while [ "$(now_ms)" -lt "$end" ]; do
-		"$@" || { echo "stays_for: stopped holding: $*" >&2; return 1; }
-		sleep 0.05
-	done
-}
 ct_unit_down() { [ "$(ct_state "$1")" = inactive ]; }
 
 @test "the container: Proxmox cgroup layout, systemd as init, the simulated GPU inside" {

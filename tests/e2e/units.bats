@@ -17,21 +17,20 @@ unit_state() {
 	echo "$(sd show -p ActiveState --value "$1") $(sd show -p SubState --value "$1") $(sd show -p MainPID --value "$1")"
 }
 
-# stays_for SECONDS CMD...: CMD holds at every check over SECONDS (how long
-# a restart would take to show: RestartSec=100ms, several times over).
-stays_for() {
-	local end
-	end=$(($(now_ms) + $(to_ms "$1")))
-	shift
-	while [ "$(now_ms)" -lt "$end" ]; do
-		"$@" || { echo "stays_for: stopped holding: $*" >&2; return 1; }
-		sleep 0.02
-	done
-}
-gpu_used() { # gpu_used INDEX: MiB in use on that GPU, from the fake NVML
-	"$GPUSLATE_BIN" status --query-gpu=index,memory.used --format=csv,noheader,nounits | sed -n "s/^$1, //p"
-}
 unit_down() { [ "$(unit_state "$1")" = "inactive dead 0" ] && [ "$(gpu_used "$2")" = 0 ]; }
+
+# unit_with_member GPU MIB GPU2 MIB2: trainer.service, whose main process
+# ($main) holds GPU, and a second process ($other) moved into the unit's
+# cgroup, holding GPU2.
+unit_with_member() {
+	world_systemd_start
+	world_unit trainer -- "$GS_HOLDER" --gpu "$1" --mib "$2" --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu "$3" --mib "$4" --ready-file "$5"' \
+		_ "$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service" "$GS_HOLDER" "$3" "$4" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+}
 
 @test "reclaim: a Restart=always unit is stopped through systemd and stays stopped; the GPU stays clean" {
 	world_systemd_start
@@ -129,14 +128,7 @@ unit_down() { [ "$(unit_state "$1")" = "inactive dead 0" ] && [ "$(gpu_used "$2"
 	# Stopping trainer.service would end its main process, which holds
 	# GPU 0 and -g 1 leaves alone: gpuslate signals the unit's GPU 1
 	# holder instead, and the unit keeps running.
-	world_systemd_start
-	world_unit trainer -- "$GS_HOLDER" --gpu 0 --mib 500 --ready-file "$BATS_TEST_TMPDIR/t.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
-	main=$UNIT_MAIN
-	cg=$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service
-	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 1 --mib 2048 --ready-file "$3"' \
-		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
-	other=$(rpid other)
+	unit_with_member 0 500 1 2048
 
 	run --separate-stderr gs reclaim -g 1 -y --json
 	assert_status 0
@@ -155,14 +147,7 @@ unit_down() { [ "$(unit_state "$1")" = "inactive dead 0" ] && [ "$(gpu_used "$2"
 	# control-group), so signalling the main process ends the GPU 0
 	# holder too.
 	skip "gpuslate signals the unit's main process, and systemd then kills the unit's GPU 0 holder that -g 1 leaves alone: the plan must leave such a unit alone or say so (src/core, reported to the lead)"
-	world_systemd_start
-	world_unit trainer -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
-	main=$UNIT_MAIN
-	cg=$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service
-	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
-		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
-	other=$(rpid other)
+	unit_with_member 1 2048 0 500
 
 	run --separate-stderr gs reclaim -g 1 -y --json
 	assert_alive "$other"

@@ -4,8 +4,8 @@
 #
 #   systemd    world_systemd_start / world_unit / sd            (per test)
 #   LXC        world_lxc_start ID / world_lxc_unit / pct         (per file)
-#   Docker     world_docker_start / world_docker_run             (per file)
-#   Podman     world_podman_start / world_podman_run             (per file)
+#   Docker     world_docker_start / world_container_run docker   (per file)
+#   Podman     world_podman_start / world_container_run podman   (per file)
 #
 # Every piece is skipped (bats `skip`, with the reason) only where this
 # machine cannot run it: not root, a tool not installed, no writable cgroup
@@ -128,7 +128,7 @@ sd_quote() {
 # manager (Slice=system.slice, RestartSec=100ms, the simulated host's
 # environment) and starts it. Sets UNIT_MAIN (its MainPID) and tracks it.
 world_unit() {
-	local restart=no kill_mode=control-group slice=system.slice name w exec=
+	local restart=no kill_mode=control-group slice=system.slice name w exec=''
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--restart) restart=$2; shift 2 ;;
@@ -228,13 +228,13 @@ world_lxc() {
 # `gpuslate` command inside that uses the simulated GPU. Returns once its
 # systemd is up. Sets WORLD_CT (the vmid) and WORLD_LXC_PATH.
 world_lxc_start() {
-	local dir=$1 shared=$2 rootfs reason root id i
+	local dir=$1 shared=$2 rootfs reason root id
 	reason=$(world_lxc_reason)
 	[ -z "$reason" ] || skip "$reason"
 	rootfs=$(world_rootfs) || { echo "world: cannot build the container root filesystem" >&2; return 1; }
 	root=$(world_cgroup2)
 	WORLD_LXC_PATH=$dir
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		id=$((100000 + (RANDOM * 32768 + RANDOM) % 900000))
 		[ -e "$root/lxc/$id" ] || [ -e "$root/lxc.monitor/$id" ] || [ -e "$dir/$id" ] || break
 	done
@@ -320,7 +320,7 @@ ct_exec() { world_lxc lxc-attach -P "$WORLD_LXC_PATH" -n "$WORLD_CT" --clear-env
 # own systemd (system.slice/NAME.service inside, so lxc/<vmid>/ns/... on the
 # host), started; sets UNIT_MAIN to its main process's host PID.
 world_lxc_unit() {
-	local restart=no name w exec= ns
+	local restart=no name w exec='' ns
 	[ "$1" = --restart ] && { restart=$2; shift 2; }
 	name=$1
 	shift 2
@@ -375,19 +375,25 @@ world_image_tar() {
 	rm -rf "$d"
 }
 
+# world_runtime_reason docker|podman: why that runtime cannot run here
+# (empty: it can).
+world_runtime_reason() {
+	local tool=$1
+	[ "$tool" = docker ] && tool=dockerd
+	[ "$(id -u)" = 0 ] || { echo "$1 needs root here (its own daemon and storage)"; return; }
+	command -v "$tool" >/dev/null || { echo "$1 is not installed ($tool)"; return; }
+	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
+		echo "no overlayfs ($1's storage)"
+}
+
 # world_docker_start DIR: a private Docker daemon (its own data root, exec
 # root, socket and containerd under DIR; no network), with the image
 # gs-world:1 imported. Sets DOCKER (the client command, pointed at it) and
 # WORLD_DOCKERD_PID.
 world_docker_start() {
 	local dir=$1
-	world_need_root
-	command -v dockerd >/dev/null || skip "docker.io is not installed (dockerd)"
-	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || skip "no overlayfs (docker's overlay2 storage)"
 	mkdir -p "$dir"
-	# Debian's client, matching the daemon (another one may come first on PATH).
-	DOCKER="/usr/bin/docker -H unix://$dir/docker.sock"
-	[ -x /usr/bin/docker ] || DOCKER="docker -H unix://$dir/docker.sock"
+	DOCKER=$(world_docker_cmd "$dir")
 	dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
 		-H "unix://$dir/docker.sock" --bridge=none --iptables=false --ip6tables=false \
 		</dev/null >"$dir/dockerd.log" 2>&1 3>&- &
@@ -401,13 +407,16 @@ world_docker_start() {
 	fi
 	world_image_tar "$dir/image.tar" && $DOCKER import "$dir/image.tar" gs-world:1 >/dev/null
 }
+# Debian's client, matching the daemon (another one may come first on PATH).
+world_docker_cmd() {
+	if [ -x /usr/bin/docker ]; then echo "/usr/bin/docker -H unix://$1/docker.sock"; else echo "docker -H unix://$1/docker.sock"; fi
+}
 world_docker_ready() {
 	kill -0 "$WORLD_DOCKERD_PID" 2>/dev/null && $DOCKER version >/dev/null 2>&1
 }
 world_docker_stop() {
 	local dir=$1 pid=$2 c
-	DOCKER="/usr/bin/docker -H unix://$dir/docker.sock"
-	[ -x /usr/bin/docker ] || DOCKER="docker -H unix://$dir/docker.sock"
+	DOCKER=$(world_docker_cmd "$dir")
 	for c in $($DOCKER ps -aq 2>/dev/null); do $DOCKER rm -f "$c" >/dev/null 2>&1; done
 	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--pidfile $dir/dockerd.pid"; then
 		kill -TERM "$pid"
@@ -416,48 +425,22 @@ world_docker_stop() {
 	return 0
 }
 
-# Options every test container gets: no network, the simulated host and the
-# holder at the same paths, the simulated GPU's environment.
-world_container_opts() {
-	printf '%s\n' --network=none \
-		-v "$WORLD_SHARED:$WORLD_SHARED" -v "$GPUSLATE_BUILD:$GPUSLATE_BUILD:ro" \
-		-e "FAKE_NVML_STATE=$FAKE_NVML_STATE" -e "GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT" \
-		-e FAKE_NVML_PID_FROM_LOCK=1
-}
-
-# world_docker_run NAME [docker run options] -- CMD...: a detached container
-# named NAME-<unique> (WORLD_CNAME); sets CONTAINER_PID (its main process's
-# host PID) and CONTAINER_ID.
-world_docker_run() {
-	local name opts=()
-	name=$(world_uid "$1")
-	shift
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
-	shift
-	mapfile -t base < <(world_container_opts)
-	WORLD_CNAME=$name
-	echo "world_runtime_rm docker $name" >>"$GS_WORLD_CLEANUP"
-	CONTAINER_ID=$($DOCKER run -d --name "$name" "${base[@]}" "${opts[@]}" gs-world:1 "$@") || return 1
-	CONTAINER_PID=$($DOCKER inspect -f '{{.State.Pid}}' "$name")
-	track "$CONTAINER_PID"
-}
-
 # world_podman_start DIR: Podman with private storage under DIR (root,
 # runroot, tmpdir, events), the cgroupfs manager (no systemd on the host),
 # and the image gs-world:1 imported. Sets PODMAN.
 world_podman_start() {
 	local dir=$1
-	world_need_root
-	command -v podman >/dev/null || skip "podman is not installed"
-	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || skip "no overlayfs (podman's overlay storage)"
 	mkdir -p "$dir/tmp"
-	PODMAN="podman --root $dir/root --runroot $dir/run --tmpdir $dir/tmp --cgroup-manager=cgroupfs --events-backend=file --storage-driver=overlay"
+	PODMAN=$(world_podman_cmd "$dir")
 	echo "world_podman_stop $dir" >>"$BATS_FILE_TMPDIR/world-cleanup"
 	world_image_tar "$dir/image.tar" && $PODMAN import "$dir/image.tar" gs-world:1 >/dev/null
 }
+world_podman_cmd() {
+	echo "podman --root $1/root --runroot $1/run --tmpdir $1/tmp --cgroup-manager=cgroupfs --events-backend=file --storage-driver=overlay"
+}
 world_podman_stop() {
 	local dir=$1 c
-	PODMAN="podman --root $dir/root --runroot $dir/run --tmpdir $dir/tmp --cgroup-manager=cgroupfs --events-backend=file --storage-driver=overlay"
+	PODMAN=$(world_podman_cmd "$dir")
 	for c in $($PODMAN ps -aq 2>/dev/null); do $PODMAN rm -f -t 0 "$c" >/dev/null 2>&1; done
 	$PODMAN rmi -a -f >/dev/null 2>&1
 	# podman leaves its storage mounted (our root only).
@@ -465,27 +448,34 @@ world_podman_stop() {
 	return 0
 }
 
-# world_podman_run NAME [podman run options] -- CMD...: as world_docker_run.
-# Podman's defaults need two changes on these machines: the host's open-files
-# and processes limits are above what its OCI runtime may set here, and there
-# is no network.
-world_podman_run() {
-	local name opts=()
-	name=$(world_uid "$1")
-	shift
+# world_rt docker|podman: the client command of that runtime, as started.
+world_rt() { if [ "$1" = docker ]; then echo "$DOCKER"; else echo "$PODMAN"; fi; }
+
+# world_container_run docker|podman NAME [run options] -- CMD...: a detached
+# container named NAME-<unique> (WORLD_CNAME) with no network, the simulated
+# host and the build directory at the same paths, and the simulated GPU's
+# environment; sets CONTAINER_PID (its main process's host PID) and
+# CONTAINER_ID. Podman also gets lower open-files and processes limits: the
+# host's are above what its OCI runtime may set on these machines.
+world_container_run() {
+	local rt=$1 name cmd opts=()
+	name=$(world_uid "$2")
+	shift 2
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
-	mapfile -t base < <(world_container_opts)
+	[ "$rt" = podman ] && opts+=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+	cmd=$(world_rt "$rt")
 	WORLD_CNAME=$name
-	echo "world_runtime_rm podman $name" >>"$GS_WORLD_CLEANUP"
-	CONTAINER_ID=$($PODMAN run -d --name "$name" --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
-		"${base[@]}" "${opts[@]}" gs-world:1 "$@") || return 1
-	CONTAINER_PID=$($PODMAN inspect -f '{{.State.Pid}}' "$name")
+	echo "world_container_rm $rt $name" >>"$GS_WORLD_CLEANUP"
+	CONTAINER_ID=$($cmd run -d --name "$name" --network=none \
+		-v "$WORLD_SHARED:$WORLD_SHARED" -v "$GPUSLATE_BUILD:$GPUSLATE_BUILD:ro" \
+		-e "FAKE_NVML_STATE=$FAKE_NVML_STATE" -e "GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT" \
+		-e FAKE_NVML_PID_FROM_LOCK=1 "${opts[@]}" gs-world:1 "$@") || return 1
+	CONTAINER_PID=$($cmd inspect -f '{{.State.Pid}}' "$name")
 	track "$CONTAINER_PID"
 }
-
-world_runtime_rm() {
-	if [ "$1" = docker ]; then $DOCKER rm -f "$2" >/dev/null 2>&1; else $PODMAN rm -f -t 0 "$2" >/dev/null 2>&1; fi
+world_container_rm() {
+	$(world_rt "$1") rm -f "$2" >/dev/null 2>&1
 	return 0
 }
 
