@@ -90,7 +90,7 @@ unit_with_member() {
 	assert_eq "$(unit_state loader.service)" "inactive dead 0" "unit"
 }
 
-@test "reclaim: a cgroup named like a unit that systemd does not know: stop fails (not loaded), signals instead" {
+@test "reclaim: a cgroup named like a unit that systemd does not know: no unit is stopped, the process is signalled" {
 	require_cgroups
 	world_systemd_start
 	cg=$(make_cgroup "$(world_uid gs-e2e)/system.slice/ghost.service")
@@ -100,9 +100,12 @@ unit_with_member() {
 
 	run --separate-stderr gs reclaim -y --json --grace 1
 	assert_status 0
-	assert_eq "$(jqo '.units[0] | "\(.unit) \(.exit_status)"')" "ghost.service 5" "unit stop result"
-	assert_match "$(jqo '.units[0].error')" "not loaded" "unit stop error"
+	# Asking systemd first (it knows no ghost.service) or trying the stop
+	# (refused: not loaded) are both right; a stop that succeeds is not.
+	assert_eq "$(jqo '[.units[] | select(.exit_status == 0)] | length')" 0 "units stopped"
+	assert_eq "$(jqo '[.units[] | select((.error // "") | test("not loaded") | not)] | length')" 0 "other unit errors"
 	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "process"
+	assert_eq "$(sd show -p LoadState --value ghost.service)" not-found "systemd's view"
 	assert_dead "$p"
 }
 
