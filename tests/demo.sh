@@ -1,6 +1,6 @@
 #!/bin/bash
 # `make demo`: gpuslate on a simulated GPU host (no GPU needed). Builds a fake
-# host with two GPUs (fake NVML + fake device nodes, see docs/fakes.md),
+# host with two GPUs (fake NVML + fake device nodes, see docs/testing.md),
 # starts the holders of the seed's situation, then runs status, reclaim and
 # status again. Every process it starts is ended by PID at the end.
 set -u

@@ -1,14 +1,20 @@
 #!/usr/bin/env bats
 # Fleet mode (gpuslate -w) against real OpenSSH: hosts are network
 # namespaces on this machine, each with its own sshd and simulated GPUs
-# (tests/fleet/mkhosts.sh). No mock of ssh anywhere.
+# (tests/fleet/mkhosts.sh). No mock of ssh anywhere. The Proxmox host pve1
+# runs a real LXC container (tests/world), reached with pct exec and
+# lxc-attach.
 #
-# Needs root, iproute2, openssh-server, jq; GPUSLATE_BIN and GPUSLATE_BUILD as
-# set by `make test-e2e`.
+# Needs root, iproute2, openssh-server, jq (lxc and mmdebstrap for the
+# container tests); GPUSLATE_BIN and GPUSLATE_BUILD as set by `make test-e2e`.
 
 bats_require_minimum_version 1.5.0
 
 MKHOSTS=$BATS_TEST_DIRNAME/../fleet/mkhosts.sh
+# shellcheck source=../world/world.bash
+. "$BATS_TEST_DIRNAME/../world/world.bash"
+# What world.bash starts in a test is ended by this file's teardown.
+track() { echo "$1" >>"$T/holders"; }
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 
@@ -67,31 +73,34 @@ setup_file() {
 	# hang01's NVML never returns from init: its gpuslate hangs.
 	echo "hang nvmlInit_v2" >"$T/hosts/hang01/nvml/inject"
 
-	# Proxmox: container 129 on pve1 has its own simulated GPUs; the fake
-	# pct runs the command with that state, as `pct exec` enters the CT.
-	sh "$BATS_TEST_DIRNAME/../fakes/mkhost.sh" "$T/ct/129" 2
-	cat >"$T/ct/129/env" <<-EOF
-		FAKE_NVML_STATE=$T/ct/129/nvml
-		GPUSLATE_DEV_ROOT=$T/ct/129/dev
-		GPUSLATE_NVML_LIB=$GPUSLATE_BUILD/fakes/libnvidia-ml.so.1
-		GPUSLATE_NVIDIA_PROCFS=$T/ct/129/driver
-		GPUSLATE_LOCK_FILE=$T/ct/129/reclaim.lock
-	EOF
-	cat >"$T/hosts/pve1/bin/pct" <<-EOF
-		#!/bin/sh
-		# fake pct: pct exec VMID -- CMD...
-		printf '%s\n' "pct \$*" >>"$T/pct.log"
-		[ "\$1" = exec ] || { echo "pct: unknown command '\$1'" >&2; exit 255; }
-		ct=$T/ct/\$2
-		[ -d "\$ct" ] || { echo "Configuration file 'nodes/pve1/lxc/\$2.conf' does not exist" >&2; exit 2; }
-		shift 2
-		[ "\$1" = -- ] && shift
-		set -a
-		. "\$ct/env"
-		set +a
-		exec "\$@"
-	EOF
-	chmod +x "$T/hosts/pve1/bin/pct"
+	# Proxmox: a real LXC container on pve1 (tests/world: the Proxmox
+	# layout, systemd inside, its own simulated GPUs bind-mounted), started
+	# in pve1's network namespace so that pve1's lxc-attach reaches it.
+	# pve1 keeps its containers under $T/lxc (its lxc.lxcpath): its
+	# lxc-attach says so, and its pct is the test world's (lxc-attach
+	# underneath, as Proxmox's pct exec), logging each call.
+	: >"$T/pct.log"
+	WORLD_CT_REASON=$(world_lxc_reason)
+	if [ -z "$WORLD_CT_REASON" ]; then
+		export WORLD_LXC_NETNS=gsf$(sed -n 's/^RUN=//p' "$T/net")-$(cut -d. -f4 "$T/hosts/pve1/addr")
+		sh "$BATS_TEST_DIRNAME/../fakes/mkhost.sh" "$T/ct/host" 2
+		GS_NVML=$GPUSLATE_BUILD/fakes/libnvidia-ml.so.1 FAKE_NVML_STATE=$T/ct/host/nvml \
+			GPUSLATE_DEV_ROOT=$T/ct/host/dev GPUSLATE_NVIDIA_PROCFS=$T/ct/host/driver world_sim_env "$T/ct"
+		world_lxc_start "$T/lxc" "$T/ct"
+		export WORLD_CT WORLD_LXC_PATH
+		cat >"$T/hosts/pve1/bin/pct" <<-EOF
+			#!/bin/sh
+			printf '%s\n' "pct \$*" >>"$T/pct.log"
+			PCT_LXC_PATH=$T/lxc exec $GS_WORLD/pct "\$@"
+		EOF
+		cat >"$T/hosts/pve1/bin/lxc-attach" <<-EOF
+			#!/bin/sh
+			case " \$* " in *" -P "*) exec /usr/bin/lxc-attach "\$@" ;; esac
+			exec /usr/bin/lxc-attach -P $T/lxc "\$@"
+		EOF
+		chmod +x "$T/hosts/pve1/bin/pct" "$T/hosts/pve1/bin/lxc-attach"
+	fi
+	export WORLD_CT_REASON
 
 	# Remote commands standing in for broken or instrumented gpuslates.
 	cat >"$T/tools/pidwrap" <<-'EOF'
@@ -150,7 +159,9 @@ setup_file() {
 		[lab]
 		gpu[01-02]
 		[pve]
-		ct129  via=pve1 pct=129
+		ct129  via=pve1 pct=${WORLD_CT:-129}
+		[lxc]
+		ctlxc  via=pve1 lxc=${WORLD_CT:-129}
 		[odd]
 		hang01 remote-cmd="$T/tools/pidwrap $T/hang.pid gpuslate"
 	EOF
@@ -160,6 +171,7 @@ setup_file() {
 teardown_file() {
 	local pid
 	[ -n "${T:-}" ] || return 0
+	world_teardown_file
 	if [ -f "$T/holders" ]; then
 		while read -r pid; do
 			[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = gs-holder ] && kill -KILL "$pid" 2>/dev/null
@@ -363,17 +375,48 @@ start_eight() {
 	[ ! -e "$T/pwned" ]
 }
 
-@test "Proxmox: ssh pve1 -- pct exec 129 -- gpuslate, status and reclaim inside the container" {
-	start_holder "$T/ct/129/env" ct --gpu 1 --mib 3000
+# ct_holder ID [gs-holder options]: a unit of the container's systemd
+# holding its simulated GPUs; its pid (the container's number, which the
+# gpuslate inside reports) in $T/ID.ready.
+ct_holder() {
+	local id=$1
+	shift
+	[ -z "$WORLD_CT_REASON" ] || skip "$WORLD_CT_REASON"
+	rm -f "$T/ct/$id.ready"
+	FAKE_NVML_STATE=$T/ct/host/nvml GPUSLATE_DEV_ROOT=$T/ct/host/dev \
+		world_lxc_unit "$id" -- "$GPUSLATE_BUILD/fakes/gs-holder" --ready-file "$T/ct/$id.ready" "$@"
+	wait_for 10 test -s "$T/ct/$id.ready"
+	cp "$T/ct/$id.ready" "$T/$id.ready"
+}
+
+@test "Proxmox: ssh pve1 -- pct exec VMID -- gpuslate, status and reclaim inside a real container" {
+	ct_holder ct --gpu 1 --mib 3000
 	: >"$T/pct.log"
-	run -1 gs -w ct129,gpu01 --hosts-file "$T/inventory" status
+	run gs -w ct129,gpu01 --hosts-file "$T/inventory" status
+	echo "$output"
+	[ "$status" -eq 1 ]
 	echo "$output"
 	[[ "$output" == *"ct129: not clean, 2 GPUs, 3000 MiB: GPU 1 held by $(holder_pid ct) (gs-holder)"* ]]
-	grep -q "^pct exec 129 -- gpuslate --remote status$" "$T/pct.log"
+	grep -q "^pct exec $WORLD_CT -- gpuslate --remote status$" "$T/pct.log"
 	run -0 gs -w @pve --hosts-file "$T/inventory" reclaim -y --grace 1
 	echo "$output"
 	[ "${lines[0]}" = "ct129: clean, 2 GPUs, 0 MiB" ]
-	wait_for 5 pid_gone "$(holder_pid ct)"
+	# The gpuslate inside stopped the unit with the container's systemctl.
+	[ "$(ct_exec systemctl show -p ActiveState --value ct.service)" = inactive ]
+}
+
+@test "LXC: ssh pve1 -- lxc-attach -n VMID -- gpuslate, against the same container" {
+	ct_holder lx --gpu 0 --mib 700
+	run -1 gs -w ctlxc --hosts-file "$T/inventory" --json status
+	echo "$output"
+	jq -e --argjson p "$(holder_pid lx)" \
+		'.hosts[0] | .host == "ctlxc" and .verdict == "not-clean" and (.report.processes | map(.pid) | index($p)) != null' <<<"$output"
+	jq -e '.hosts[0].report.processes[0].owner | .kind == "unit" and .name == "lx.service"' <<<"$output"
+	run gs -w ctlxc --hosts-file "$T/inventory" reclaim -y
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "ctlxc: clean, 2 GPUs, 0 MiB" ]
+	[ "$(ct_exec systemctl show -p ActiveState --value lx.service)" = inactive ]
 }
 
 @test "host sources: -w - from stdin, -x, @group, inventory errors" {

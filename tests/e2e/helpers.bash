@@ -1,8 +1,10 @@
 # Shared setup for the end-to-end tests (bats). Each test gets a fresh
-# simulated GPU host (tests/fakes/mkhost.sh, docs/fakes.md) under
-# $BATS_TEST_TMPDIR, its own lock file, a PATH with the fake systemctl and
-# pct, and a record of every process it starts. Teardown ends those processes
-# by PID (never by name), after checking each one's start time so a recycled
+# simulated GPU host (tests/fakes/mkhost.sh, docs/testing.md) under
+# $BATS_TEST_TMPDIR (or under $GS_HOST_BASE, a directory a file's containers
+# share), its own lock file, a PATH with the test world's `pct`, and a
+# record of every process it starts. The real service managers and container
+# runtimes come from tests/world/world.bash. Teardown ends those processes by
+# PID (never by name), after checking each one's start time so a recycled
 # PID is never hit, and fails the test when one of them cannot be ended.
 #
 # Needs: GPUSLATE_BIN (the binary under test) and GPUSLATE_BUILD (the build
@@ -13,6 +15,8 @@ bats_require_minimum_version 1.5.0
 : "${GPUSLATE_BIN:?GPUSLATE_BIN must point at the gpuslate binary (run: make test-e2e)}"
 : "${GPUSLATE_BUILD:?GPUSLATE_BUILD must point at the build directory (run: make test-e2e)}"
 GS_FAKES=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fakes" && pwd)
+# shellcheck source=../world/world.bash
+. "$(dirname "${BASH_SOURCE[0]}")/../world/world.bash"
 GS_HOLDER=$GPUSLATE_BUILD/fakes/gs-holder
 GS_NVML=$GPUSLATE_BUILD/fakes/libnvidia-ml.so.1
 GS_NVML_R535=$GPUSLATE_BUILD/fakes/r535/libnvidia-ml.so.1
@@ -187,9 +191,31 @@ pty_type() { # pty_type NAME TEXT: types TEXT and Enter, then closes the input
 pty_shows() { grep -q -- "$2" "$BATS_TEST_TMPDIR/$1.tty" 2>/dev/null; }
 file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
 
+# stays_for SECONDS CMD [ARG]...: CMD holds at every check over SECONDS, for
+# what must not happen (a restart after RestartSec=100ms, a respawned
+# container): the window is several times what it would take.
+stays_for() {
+	local end
+	end=$(($(now_ms) + $(to_ms "$1")))
+	shift
+	while [ "$(now_ms)" -lt "$end" ]; do
+		"$@" || { echo "stays_for: stopped holding: $*" >&2; return 1; }
+		sleep 0.02
+	done
+}
+
 # ---- gpuslate ----------------------------------------------------------------
 
-gs() { "$GPUSLATE_BIN" "$@"; }
+# gpuslate under test; in the mount namespace of the test's systemd manager
+# once one runs, so that its `systemctl` reaches that manager.
+gs() {
+	if [ -n "${WORLD_SD_PID:-}" ]; then sd_exec "$GPUSLATE_BIN" "$@"; else "$GPUSLATE_BIN" "$@"; fi
+}
+
+# gpu_used INDEX: the MiB in use on that GPU, as the (fake) NVML says.
+gpu_used() {
+	"$GPUSLATE_BIN" status --query-gpu=index,memory.used --format=csv,noheader,nounits | sed -n "s/^$1, //p"
+}
 
 # jqo FILTER: jq -r FILTER on $output (set by `run`).
 jqo() { jq -r "$1" <<<"$output"; }
@@ -290,18 +316,6 @@ make_cgroup() {
 	echo "$path"
 }
 
-# start_unit [fake-unit options] NAME -- CMD...: starts a unit of the fake
-# systemd in $FAKE_SYSTEMD_DIR (or the directory in UNIT_DIR), tracking its
-# supervisor and main process. Sets UNIT_SUP and UNIT_MAIN.
-start_unit() {
-	local out
-	out=$(FAKE_SYSTEMD_DIR=${UNIT_DIR:-$FAKE_SYSTEMD_DIR} "$GS_FAKES/fake-unit" start "$@" 3>&-) || return 1
-	UNIT_SUP=$(sed -n 's/^supervisor=//p' <<<"$out")
-	UNIT_MAIN=$(sed -n 's/^main=//p' <<<"$out")
-	track "$UNIT_SUP" sup
-	track "$UNIT_MAIN"
-}
-
 # ---- private PID namespace -----------------------------------------------
 
 # require_pidns: skips unless `unshare --pid --fork --mount-proc` works here.
@@ -315,7 +329,8 @@ require_pidns() {
 
 # new_host NGPUS: a fresh simulated host, exported for gpuslate and holders.
 new_host() {
-	GS_HOST=$BATS_TEST_TMPDIR/host$1
+	GS_HOST=${GS_HOST_BASE:+$GS_HOST_BASE/t$BATS_TEST_NUMBER}
+	GS_HOST=${GS_HOST:-$BATS_TEST_TMPDIR}/host$1
 	bash "$GS_FAKES/mkhost.sh" "$GS_HOST" "$1"
 	export FAKE_NVML_STATE=$GS_HOST/nvml
 	export GPUSLATE_DEV_ROOT=$GS_HOST/dev
@@ -326,25 +341,26 @@ setup() {
 	GS_TRACK=$BATS_TEST_TMPDIR/tracked
 	GS_READY_LIST=$BATS_TEST_TMPDIR/ready-files
 	GS_CGROUPS=$BATS_TEST_TMPDIR/cgroups
+	GS_WORLD_CLEANUP=$BATS_TEST_TMPDIR/world-cleanup
+	GS_WORLD_CGROUPS=$BATS_TEST_TMPDIR/world-cgroups
 	: >"$GS_TRACK"
 	: >"$GS_READY_LIST"
 	: >"$GS_CGROUPS"
+	: >"$GS_WORLD_CLEANUP"
+	: >"$GS_WORLD_CGROUPS"
 	new_host "${GS_NGPUS:-2}"
 	export GPUSLATE_NVML_LIB=$GS_NVML
 	export GPUSLATE_LOCK_FILE=$BATS_TEST_TMPDIR/gpuslate.lock
 	export GPUSLATE_NO_PROGRESS=1
 	unset GPUSLATE_SSH
-	# Fakes first on PATH: systemctl, pct, and holders under other names.
+	# First on PATH: the test world's pct (lxc-attach underneath) and
+	# holders under other names.
 	GS_BIN=$BATS_TEST_TMPDIR/bin
 	mkdir -p "$GS_BIN"
-	ln -sf "$GS_FAKES/systemctl" "$GS_BIN/systemctl"
-	ln -sf "$GS_FAKES/pct" "$GS_BIN/pct"
+	ln -sf "$GS_WORLD/pct" "$GS_BIN/pct"
 	export PATH=$GS_BIN:$PATH
-	export FAKE_SYSTEMD_DIR=$BATS_TEST_TMPDIR/systemd
-	export FAKE_PCT_DIR=$BATS_TEST_TMPDIR/pct
-	mkdir -p "$FAKE_SYSTEMD_DIR/units" "$FAKE_PCT_DIR"
-	: >"$FAKE_SYSTEMD_DIR/log"
-	: >"$FAKE_PCT_DIR/log"
+	# The gpuslate inside a file's containers uses this test's host.
+	if [ -n "${WORLD_SHARED:-}" ]; then world_sim_env "$WORLD_SHARED"; fi
 	# Sanitizer reports fail the run loudly.
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:exitcode=99}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=99}
@@ -378,9 +394,6 @@ leftovers() {
 	# main processes, anything in our cgroups.
 	{
 		while read -r rf; do [ -f "$rf" ] && sed -n 's/^[a-z]*=//p' "$rf"; done <"$GS_READY_LIST"
-		for u in "$FAKE_SYSTEMD_DIR"/units/* "$FAKE_PCT_DIR"/*/units/*; do
-			cat "$u/supervisor.pid" "$u/main.pid" 2>/dev/null
-		done
 		while read -r cg; do cat "$cg/cgroup.procs" 2>/dev/null; done <"$GS_CGROUPS"
 	} | sort -un | while read -r p; do
 		if [ -n "$p" ] && [ -z "$(tracked_starttime "$p")" ] && is_ours "$p"; then
@@ -431,6 +444,9 @@ to_end() {
 teardown() {
 	local round p st cg failed= seen=$BATS_TEST_TMPDIR/teardown.seen left=()
 	: >"$seen"
+	# Service managers and runtimes first: they would restart what is
+	# ended before them.
+	world_run_cleanups "$GS_WORLD_CLEANUP"
 	for round in 1 2 3; do
 		# The whole list first: descendants are found through their
 		# parents, which must still be alive then.
@@ -451,6 +467,7 @@ teardown() {
 		echo "teardown: processes still running: ${left[*]}" >&2
 		failed=1
 	fi
+	world_cleanup_cgroups || failed=1
 	# Our cgroups, deepest first, once empty.
 	if [ -s "${GS_CGROUPS:-/nonexistent}" ]; then
 		while read -r cg; do

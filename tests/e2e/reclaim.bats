@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # gpuslate reclaim and gpuslate wait on a simulated GPU host (issue 3): real
-# holder processes, the fake NVML, a fake systemd and pct. Each scenario
+# holder processes and the fake NVML; units and containers with their real
+# managers are in units.bats, lxc.bats and containers.bats. Each scenario
 # checks the exit status, the verdict, which processes died and which
 # survived, and the memory figures.
 
@@ -188,125 +189,6 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawns (the new holder)"
 	assert_eq "$(jqo .verdict)" not-clean verdict
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/rc")" 1 "exit status"
-}
-
-@test "reclaim: a unit with Restart=always is stopped through systemctl, not killed" {
-	require_cgroups
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
-	start_unit --restart always --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
-	main=$UNIT_MAIN
-	assert_eq "$(ready_values "$BATS_TEST_TMPDIR/t.ready" pid)" "$main" "holder is the unit's main process"
-
-	run --separate-stderr gs reclaim -y --json
-	assert_status 0
-	assert_eq "$(target_json "$main" '"\(.action) \(.unit)"')" "stop-unit trainer.service" "plan"
-	assert_eq "$(jqo '.units[0] | "\(.command) \(.exit_status)"')" "systemctl stop -- trainer.service 0" "unit stop"
-	assert_eq "$(signals_of "$main")" "" "signals from gpuslate"
-	assert_eq "$(proc_json "$main" .outcome)" stopped-with-unit outcome
-	assert_eq "$(grep -c '^systemctl stop -- trainer.service$' "$FAKE_SYSTEMD_DIR/log")" 1 "systemctl stop calls"
-	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "^restart " "restarts"
-	assert_eq "$(systemctl show -p ActiveState -p NRestarts trainer | tr '\n' ' ')" "ActiveState=inactive NRestarts=0 " "unit"
-	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0"
-	assert_dead "$main"
-}
-
-@test "reclaim --no-units: killing a Restart=always unit's process brings it back: respawn, exit 1" {
-	require_cgroups
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
-	start_unit --restart always --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 0 --mib 4096
-	first=$UNIT_MAIN
-	wait_for 10 eval '[ -n "$(ls "$FAKE_NVML_STATE/ctx")" ]'
-
-	run --separate-stderr gs reclaim -y --no-units --json
-	wait_for 10 file_has "$FAKE_SYSTEMD_DIR/log" "^restart trainer.service "
-	second=$(sed -n 's/^restart trainer.service //p' "$FAKE_SYSTEMD_DIR/log")
-	assert_status 1
-	assert_eq "$(signals_of "$first")" SIGTERM,SIGCONT "signals"
-	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by)"] | join(";")')" "$second unit trainer.service" respawns
-	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop" "systemctl calls"
-	assert_dead "$first"
-}
-
-@test "reclaim: KillMode=process leaves a child in the unit's cgroup; gpuslate signals it" {
-	require_cgroups
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/loader.service")
-	start_unit --kill-mode process --cgroup "$cg" loader -- "$GS_HOLDER" --gpu 1 --mib 2048 --fork-child --ready-file "$BATS_TEST_TMPDIR/l.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/l.ready"
-	main=$UNIT_MAIN child=$(ready_values "$BATS_TEST_TMPDIR/l.ready" child)
-	track "$child"
-
-	run --separate-stderr gs reclaim -y --json
-	assert_status 0
-	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
-	assert_eq "$(proc_json "$child" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "leftover child"
-	assert_eq "$(jqo .verdict)" clean verdict
-	assert_dead "$main" "$child"
-}
-
-@test "reclaim: a unit systemd does not know (stop fails) falls back to signals" {
-	require_cgroups
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/ghost.service")
-	launch ghost bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --ready-file "$3"' \
-		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/ghost.ready"
-	p=$(rpid ghost)
-
-	run --separate-stderr gs reclaim -y --json --grace 1
-	assert_status 0
-	assert_eq "$(jqo '.units[0] | "\(.unit) \(.exit_status)"')" "ghost.service 5" "unit stop result"
-	assert_match "$(jqo '.units[0].error')" "not loaded" "unit stop error"
-	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "process"
-	assert_dead "$p"
-}
-
-@test "reclaim: a unit inside a Proxmox container is stopped with pct exec ... systemctl stop" {
-	require_cgroups
-	vmid=9$$$BATS_TEST_NUMBER
-	cg=$(make_cgroup "lxc/$vmid/ns/system.slice/infer.service")
-	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
-	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --restart always --cgroup "$cg" infer -- \
-		"$GS_HOLDER" --gpu 1 --mib 16384 --ready-file "$BATS_TEST_TMPDIR/i.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/i.ready"
-	main=$UNIT_MAIN
-
-	run --separate-stderr gs reclaim -y --json
-	assert_status 0
-	assert_eq "$(target_json "$main" '"\(.action) \(.unit) \(.container)"')" "stop-unit infer.service $vmid" "plan"
-	assert_eq "$(jqo '.units[0] | "\(.command) \(.exit_status)"')" "pct exec $vmid -- systemctl stop -- infer.service 0" "unit stop"
-	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct log"
-	assert_eq "$(cat "$FAKE_PCT_DIR/$vmid/log")" "systemctl stop -- infer.service" "container's systemctl log"
-	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
-	assert_eq "$(jqo '.gpus[] | select(.index == 1) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 16384 0" "GPU 1"
-	assert_dead "$main"
-}
-
-@test "reclaim --unit and --container select by owner" {
-	require_cgroups
-	vmid=9$$$BATS_TEST_NUMBER
-	base=gs-e2e-$$-$BATS_TEST_NUMBER/system.slice
-	start_unit --cgroup "$(make_cgroup "$base/trainer.service")" trainer -- "$GS_HOLDER" --gpu 0 --mib 100 --ready-file "$BATS_TEST_TMPDIR/t.ready"
-	trainer=$UNIT_MAIN
-	start_unit --cgroup "$(make_cgroup "$base/server.service")" server -- "$GS_HOLDER" --gpu 0 --mib 200 --ready-file "$BATS_TEST_TMPDIR/s.ready"
-	server=$UNIT_MAIN
-	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
-	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --cgroup "$(make_cgroup "lxc/$vmid/ns/system.slice/infer.service")" infer -- \
-		"$GS_HOLDER" --gpu 0 --mib 400 --ready-file "$BATS_TEST_TMPDIR/i.ready"
-	infer=$UNIT_MAIN
-	for f in t s i; do wait_for 10 test -f "$BATS_TEST_TMPDIR/$f.ready"; done
-
-	run --separate-stderr gs reclaim -y --json --unit trainer
-	assert_status 0
-	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$trainer" "--unit trainer targets"
-	assert_eq "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop -- trainer.service" "systemctl calls"
-	assert_dead "$trainer"
-	assert_alive "$server" "$infer"
-
-	run --separate-stderr gs reclaim -y --json --container "$vmid"
-	assert_status 0
-	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$infer" "--container targets"
-	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct calls"
-	assert_dead "$infer"
-	assert_alive "$server"
 }
 
 @test "reclaim: slow teardown: waits until the memory is back and reports the time" {
@@ -576,24 +458,3 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.memory_before_mib) \(.memory_after_mib)"')" "1024 0" "GPU 0"
 }
 
-@test "reclaim: a unit that also holds an unselected GPU is not stopped; only the selected holder is signalled" {
-	# Stopping trainer.service would end its GPU 0 process too, which -g 1
-	# leaves alone: gpuslate signals the GPU 1 holder instead.
-	require_cgroups
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
-	start_unit --restart no --cgroup "$cg" trainer -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
-	main=$UNIT_MAIN
-	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
-		_ "$cg" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
-	other=$(rpid other)
-
-	run --separate-stderr gs reclaim -g 1 -y --json
-	assert_status 0
-	assert_eq "$(target_json "$main" .action)" signal "plan for the GPU 1 holder"
-	assert_eq "$(jqo "[.plan.targets[] | select(.pid == $other)] | length")" 0 "GPU 0 holder targeted"
-	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log" 2>/dev/null)" "systemctl stop" "systemctl calls"
-	assert_eq "$(jqo '.gpus[] | select(.index == 1) | .clean')" true "GPU 1"
-	assert_dead "$main"
-	assert_alive "$other"
-}

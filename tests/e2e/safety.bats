@@ -9,7 +9,7 @@ load helpers
 
 # A context file for PID in the fake NVML state, locked by the calling shell
 # (fd 8): NVML then lists PID as holding MIB on GPU 0 while the shell lives.
-# Content after the lock, as gs-holder does (docs/fakes.md).
+# Content after the lock, as gs-holder does (docs/testing.md).
 CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "pid=%d\ngpu=0\nmib=%d\nkind=compute\nrelease_ms=0\n" "$CTX_PID" "$CTX_MIB" >&8'
 
 @test "safety: gpuslate's ancestor that holds the GPU is left alone" {

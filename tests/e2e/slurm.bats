@@ -3,7 +3,7 @@
 #
 # The first tests run the wrapper directly, the way slurmd runs it (root, the
 # variables Slurm gives epilogs), against the simulated GPU host of
-# docs/fakes.md: GPU selection, shared nodes, deadlines, the log line. They
+# docs/testing.md: GPU selection, shared nodes, deadlines, the log line. They
 # need no Slurm. The last one runs tests/slurm/run.sh: a real slurmctld +
 # slurmd + munged on this machine; it is skipped only when those are not
 # installed (Debian: slurmctld slurmd slurm-client munge) or not root.

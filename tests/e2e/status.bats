@@ -210,26 +210,3 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	fi
 }
 
-@test "status shows owners: a systemd unit and a unit inside an LXC container" {
-	require_cgroups
-	vmid=9$$$BATS_TEST_NUMBER
-	cg_unit=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/trainer.service")
-	cg_ct=$(make_cgroup "lxc/$vmid/ns/system.slice/infer.service")
-	start_unit --cgroup "$cg_unit" trainer -- "$GS_HOLDER" --gpu 0 --ready-file "$BATS_TEST_TMPDIR/trainer.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/trainer.ready"
-	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
-	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --cgroup "$cg_ct" infer -- "$GS_HOLDER" --gpu 1 --ready-file "$BATS_TEST_TMPDIR/infer.ready"
-	wait_for 10 test -f "$BATS_TEST_TMPDIR/infer.ready"
-	trainer=$(rpid trainer) infer=$(rpid infer)
-
-	run --separate-stderr gs status --json
-	assert_status 0
-	assert_eq "$(jqo ".processes[] | select(.pid == $trainer) | .owner | \"\(.kind) \(.name) \(.unit)\"")" \
-		"unit trainer.service null" "unit owner"
-	assert_eq "$(jqo ".processes[] | select(.pid == $infer) | .owner | \"\(.kind) \(.name) \(.unit)\"")" \
-		"lxc $vmid infer.service" "container owner"
-
-	run --separate-stderr gs status
-	assert_match "$output" "^ *$trainer .* compute +unit trainer.service\$" "unit row"
-	assert_match "$output" "^ *$infer .* compute +lxc $vmid: infer.service\$" "container row"
-}

@@ -2,7 +2,7 @@
  *
  * It speaks the real NVML ABI (the declarations in gpu/nvml_abi.h, shared with
  * the real backend) and simulates the GPUs described by the state directory
- * $FAKE_NVML_STATE, as specified in docs/fakes.md:
+ * $FAKE_NVML_STATE, as specified in docs/testing.md:
  *   gpus            the GPU table, read at the first nvmlInit*
  *   driver_version  optional, read at the first nvmlInit*
  *   ctx/<id>        GPU contexts; alive while someone holds a flock on them
@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -612,6 +613,36 @@ static bool parse_ctx(char *buf, struct ctx_file *c)
 	return c->has_pid && c->has_gpu && c->has_mib;
 }
 
+/* The pid /proc/locks gives for the flock on fd's file: the process that
+ * took it, as this process's pid namespace numbers it (the host's, where
+ * gpuslate runs), as the driver records a container process's host pid.
+ * fallback when there is no such lock or the kernel shows no pid. */
+static unsigned long long lock_owner_pid(int fd, unsigned long long fallback)
+{
+	char line[256];
+	struct stat st;
+	unsigned long long found = fallback;
+	FILE *f;
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return fallback;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int maj, min;
+		unsigned long long pid, ino;
+
+		/* "1: FLOCK  ADVISORY  READ  7354 fd:00:1234567 0 EOF"; waiters
+		 * ("1: -> FLOCK ...") do not hold it. */
+		if (sscanf(line, "%*u: FLOCK %*s %*s %llu %x:%x:%llu", &pid, &maj, &min, &ino) == 4 &&
+		    ino == (unsigned long long)st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev) &&
+		    pid > 0) {
+			found = pid;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 /* Decides whether one ctx file counts, doing the teardown bookkeeping.
  * Liveness is the holder's flock(LOCK_SH): if we can take LOCK_EX on a
  * fresh open file description, no process holds the context any more. While
@@ -622,13 +653,20 @@ static bool ctx_counts(int dirfd, const char *name, struct fake_ctx *out)
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct ctx_file c;
 	char *buf = NULL;
-	bool alive, counts = false;
+	bool alive, counts = false, pid_from_lock;
 
 	if (fd < 0)
 		return false;
 	alive = flock(fd, LOCK_EX | LOCK_NB) < 0; /* EWOULDBLOCK, or in doubt: alive */
-	if (read_small_fd(fd, FAKE_MAX_CTX_FILE, &buf) < 0 || !parse_ctx(buf, &c))
+	if (read_small_fd(fd, FAKE_MAX_CTX_FILE, &buf) < 0)
 		goto out;
+	/* A holder in a container wrote its own namespace's pid (gs-holder with
+	 * FAKE_NVML_PID_FROM_LOCK). */
+	pid_from_lock = strstr(buf, "\npid_from_lock=1\n") != NULL;
+	if (!parse_ctx(buf, &c))
+		goto out;
+	if (pid_from_lock && alive)
+		c.pid = lock_owner_pid(fd, c.pid);
 	if (alive) {
 		counts = true;
 	} else {

@@ -4,7 +4,7 @@
  * on the device nodes under the dev root and shared mappings of them. Its GPU
  * memory is a context file in the fake NVML state directory, kept alive by a
  * flock(LOCK_SH) that forked children inherit, as they inherit the driver's
- * open files. See docs/fakes.md for the options and the state format. */
+ * open files. See docs/testing.md for the options and the state format. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -230,9 +230,15 @@ static bool ctx_is_stale(int dirfd, const char *name)
 static void create_ctx(const struct opts *o, int dirfd, unsigned int minor)
 {
 	char name[64], content[256];
+	struct stat ns;
+	bool pid_from_lock;
 	int fd, n;
 
 	snprintf(name, sizeof(name), "%d-%u", (int)getpid(), minor);
+	pid_from_lock = getenv("FAKE_NVML_PID_FROM_LOCK") != NULL;
+	if (pid_from_lock && stat("/proc/self/ns/pid", &ns) == 0)
+		/* Each container has its own pid 1: the namespace tells them apart. */
+		snprintf(name, sizeof(name), "%d-%u-ns%llu", (int)getpid(), minor, (unsigned long long)ns.st_ino);
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST && ctx_is_stale(dirfd, name)) {
 		unlinkat(dirfd, name, 0);
@@ -248,6 +254,10 @@ static void create_ctx(const struct opts *o, int dirfd, unsigned int minor)
 	n = snprintf(content, sizeof(content), "pid=%d\ngpu=%u\nmib=%llu\nkind=%s\nrelease_ms=%llu\n",
 		     (int)getpid(), minor, o->mib, o->kind, o->release_ms);
 	write_all(fd, content, (size_t)n);
+	/* In a container getpid() is not the pid the host (and the driver) knows:
+	 * the fake NVML reads the host's pid from the lock instead. */
+	if (pid_from_lock)
+		write_all(fd, "pid_from_lock=1\n", strlen("pid_from_lock=1\n"));
 	/* fd stays open: the lock is the context's lifetime. */
 }
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # mkhost.sh DIR NGPUS [--name NAME] [--total-mib N] [--reserved-mib N]
 #
-# Creates a simulated GPU host (docs/fakes.md):
+# Creates a simulated GPU host (docs/testing.md):
 #   DIR/dev      plain files standing for the device nodes (--dev-root)
 #   DIR/nvml     the fake NVML state (FAKE_NVML_STATE): gpus, ctx/
 #   DIR/driver   a /proc/driver/nvidia look-alike (GPUSLATE_NVIDIA_PROCFS)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/slurm/run.sh: gpuslate as Slurm's Prolog and Epilog, on a real
 # one-node cluster (slurmctld + slurmd + munged) started on this machine, with
-# the simulated GPU host of docs/fakes.md standing for two H200s.
+# the simulated GPU host of docs/testing.md standing for two H200s.
 #
 # Slurm's gres/gpu is configured for real (gres.conf File= names two device
 # nodes that stand for nvidia0 and nvidia1), so jobs get GPUs from Slurm and

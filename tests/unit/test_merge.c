@@ -1,6 +1,6 @@
 /* Unit tests for src/fleet/merge.c: judging each host from what its command
  * left (documents as a real `gpuslate --remote` prints them, made on the
- * simulated host of docs/fakes.md; ssh failures; garbage), the folded human
+ * simulated host of docs/testing.md; ssh failures; garbage), the folded human
  * report, the JSON document and the exit status rule. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* The NVML backend against the fake libnvidia-ml (tests/fakes/fake_nvml.c,
- * docs/fakes.md): identity, memory, process lists and their layouts, fault
+ * docs/testing.md): identity, memory, process lists and their layouts, fault
  * injection and the per-call deadline. Run from the repository root; the
  * build directory comes from $GPUSLATE_BUILD (default "build"). */
 #include <stdarg.h>

@@ -402,6 +402,65 @@ static void test_long_paths(void **state)
 	free(buf);
 }
 
+/* /proc/PID/cgroup exactly as the test world's real managers wrote it on a
+ * hybrid host (cgroup v1 controllers, v2 at /sys/fs/cgroup/unified; the
+ * test runner's memory cgroup is its VM agent's): tests/world/. */
+#define REAL_V1(path, memory) \
+	"9:name=systemd:" path "\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n4:memory:" memory \
+	"\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::" path "\n"
+#define REAL_VM_MEMORY "/process_api/478054d76163f4702b8a6419e0680a23"
+#define REAL_DOCKER "6e8df3ef8d066b8def5d7f7856d7eccdfa8fa8943807b625ffc9cd49d56fedbc"
+#define REAL_PODMAN "7704a7883737b10d9dac968608310e3d4a2a5d02169ad2123b3bc7c261b6aa7e"
+
+static void test_real_managers(void **state)
+{
+	(void)state;
+	/* systemd --user run as root below a prefix (the test's cgroup): its
+	 * units, the manager itself, a login session made beside them */
+	expect(REAL_V1("/gs-world-test1/system.slice/trainer.service", REAL_VM_MEMORY),
+	       GS_OWNER_UNIT, "trainer.service", "", 0, "/gs-world-test1/system.slice/trainer.service");
+	expect(REAL_V1("/gs-world-test1/init.scope", REAL_VM_MEMORY), GS_OWNER_UNIT, "init.scope", "", 0, NULL);
+	expect(REAL_V1("/gs-world-test1/user.slice/user-1000.slice/session-7.scope", REAL_VM_MEMORY),
+	       GS_OWNER_SESSION, "7", "", 1000, NULL);
+	/* LXC 5 with Proxmox's settings (cgroup.dir.container = lxc/<vmid>,
+	 * .inner = ns): some v1 controllers stop at the container */
+	expect("9:name=systemd:/lxc/9123/ns/system.slice/infer.service\n"
+	       "8:pids:/lxc/9123/ns/system.slice/infer.service\n"
+	       "7:blkio:/lxc/9123/ns\n6:freezer:/lxc/9123/ns\n"
+	       "5:devices:/lxc/9123/ns/system.slice/infer.service\n"
+	       "4:memory:/lxc/9123/ns/system.slice/infer.service\n"
+	       "3:cpuset:/lxc/9123/ns\n2:cpuacct:/lxc/9123/ns\n1:cpu:/lxc/9123/ns\n"
+	       "0::/lxc/9123/ns/system.slice/infer.service\n",
+	       GS_OWNER_LXC, "9123", "infer.service", 0, "/lxc/9123/ns/system.slice/infer.service");
+	expect("9:name=systemd:/lxc/9123/ns/init.scope\n8:pids:/lxc/9123/ns/init.scope\n"
+	       "7:blkio:/lxc/9123/ns\n6:freezer:/lxc/9123/ns\n5:devices:/lxc/9123/ns/init.scope\n"
+	       "4:memory:/lxc/9123/ns/init.scope\n3:cpuset:/lxc/9123/ns\n2:cpuacct:/lxc/9123/ns\n"
+	       "1:cpu:/lxc/9123/ns\n0::/lxc/9123/ns/init.scope\n",
+	       GS_OWNER_LXC, "9123", "init.scope", 0, NULL);
+	/* the same unit seen from inside the container (its cgroup namespace) */
+	expect("9:name=systemd:/system.slice/infer.service\n8:pids:/system.slice/infer.service\n"
+	       "7:blkio:/\n6:freezer:/\n5:devices:/system.slice/infer.service\n"
+	       "4:memory:/system.slice/infer.service\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n"
+	       "0::/system.slice/infer.service\n",
+	       GS_OWNER_UNIT, "infer.service", "", 0, "/system.slice/infer.service");
+	/* Docker 20.10 and Podman 4.3 with the cgroupfs driver: every
+	 * hierarchy, the unified one included, names the container */
+	expect("9:name=systemd:/docker/" REAL_DOCKER "\n8:pids:/docker/" REAL_DOCKER "\n"
+	       "7:blkio:/docker/" REAL_DOCKER "\n6:freezer:/docker/" REAL_DOCKER "\n"
+	       "5:devices:/docker/" REAL_DOCKER "\n4:memory:/docker/" REAL_DOCKER "\n"
+	       "3:cpuset:/docker/" REAL_DOCKER "\n2:cpuacct:/docker/" REAL_DOCKER "\n"
+	       "1:cpu:/docker/" REAL_DOCKER "\n0::/docker/" REAL_DOCKER "\n",
+	       GS_OWNER_DOCKER, REAL_DOCKER, "", 0, "/docker/" REAL_DOCKER);
+	expect("9:name=systemd:/libpod_parent/libpod-" REAL_PODMAN "\n8:pids:/libpod_parent/libpod-" REAL_PODMAN "\n"
+	       "7:blkio:/libpod_parent/libpod-" REAL_PODMAN "\n6:freezer:/libpod_parent/libpod-" REAL_PODMAN "\n"
+	       "5:devices:/libpod_parent/libpod-" REAL_PODMAN "\n4:memory:/libpod_parent/libpod-" REAL_PODMAN "\n"
+	       "3:cpuset:/libpod_parent/libpod-" REAL_PODMAN "\n2:cpuacct:/libpod_parent/libpod-" REAL_PODMAN "\n"
+	       "1:cpu:/libpod_parent/libpod-" REAL_PODMAN "\n0::/libpod_parent/libpod-" REAL_PODMAN "\n",
+	       GS_OWNER_PODMAN, REAL_PODMAN, "", 0, "/libpod_parent/libpod-" REAL_PODMAN);
+	/* podman's conmon (the container's parent) stays in the root cgroup */
+	expect(REAL_V1("/", "/"), GS_OWNER_NONE, "", "", 0, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_cgroupns_relative),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_long_paths),
+		cmocka_unit_test(test_real_managers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# gpuslate and real Docker and Podman containers (issue 13): for the file, a
+# private dockerd (own data root, exec root, socket and containerd) and
+# Podman with private storage (cgroupfs manager), no network, the image
+# gs-world:1 imported from a tarball made here, containers holding the
+# simulated GPU through a bind mount, with and without a restart policy.
+# Each scenario runs for both runtimes; a runtime this machine cannot run
+# skips its tests with the reason.
+
+load helpers
+
+setup_file() {
+	export WORLD_SHARED=$BATS_FILE_TMPDIR/shared
+	export GS_HOST_BASE=$WORLD_SHARED
+	mkdir -p "$WORLD_SHARED"
+	export WORLD_DOCKER_REASON WORLD_PODMAN_REASON DOCKER PODMAN
+	WORLD_DOCKER_REASON=$(world_runtime_reason docker)
+	[ -n "$WORLD_DOCKER_REASON" ] || world_docker_start "$BATS_FILE_TMPDIR/docker"
+	WORLD_PODMAN_REASON=$(world_runtime_reason podman)
+	[ -n "$WORLD_PODMAN_REASON" ] || world_podman_start "$BATS_FILE_TMPDIR/podman"
+}
+
+teardown_file() { world_teardown_file; }
+
+proc_json() { jqo ".processes[] | select(.pid == $1) | $2"; }
+
+# use RUNTIME: skips unless it runs here; sets RT (its client command).
+use() {
+	local reason
+	reason=$([ "$1" = docker ] && echo "$WORLD_DOCKER_REASON" || echo "$WORLD_PODMAN_REASON")
+	[ -z "$reason" ] || skip "$reason"
+	RUNTIME=$1
+	RT=$(world_rt "$1")
+}
+running() { $RT inspect -f '{{.State.Running}} {{.RestartCount}}' "$1"; }
+stays_down() { [ "$(running "$1")" = "false 0" ] && [ "$(gpu_used "$2")" = 0 ]; }
+
+status_shows_owner() { # RUNTIME CGROUP-PREFIX
+	use "$1"
+	world_container_run "$RUNTIME" holder -- "$GS_HOLDER" --gpu 0 --mib 1500 --ready-file "$GS_HOST/h.ready"
+	wait_for 10 test -f "$GS_HOST/h.ready"
+	assert_eq "$(sed -n 's/^0:://p' "/proc/$CONTAINER_PID/cgroup")" "$2$CONTAINER_ID" "cgroup"
+
+	run --separate-stderr gs status --json
+	assert_status 0
+	assert_eq "$(jqo ".processes[] | select(.pid == $CONTAINER_PID) | \"\(.owner.kind) \(.owner.name) \(.memory_mib)\"")" \
+		"$RUNTIME $CONTAINER_ID 1500" "owner and memory (listed under the host PID)"
+}
+
+stops_plain_container() {
+	use "$1"
+	world_container_run "$RUNTIME" plain -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$GS_HOST/p.ready"
+	wait_for 10 test -f "$GS_HOST/p.ready"
+	p=$CONTAINER_PID
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(proc_json "$p" .outcome)" exited-after-term outcome
+	assert_eq "$(jqo '.gpus[] | select(.index == 1) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 2048 0" "GPU 1"
+	assert_dead "$p"
+	wait_for 10 eval '[ "$(running "$WORLD_CNAME")" = "false 0" ]'
+	assert_eq "$($RT inspect -f '{{.State.ExitCode}}' "$WORLD_CNAME")" 0 "exit code"
+}
+
+# Whatever gpuslate does with a --restart=always container, its verdict must
+# agree with what follows: clean only if the container stays down and the
+# GPU stays free; otherwise the respawn is reported.
+verdict_holds_with_restart_always() {
+	use "$1"
+	world_container_run "$RUNTIME" always --restart=always -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$GS_HOST/a.ready"
+	wait_for 10 test -f "$GS_HOST/a.ready"
+	first=$CONTAINER_PID
+
+	run --separate-stderr gs reclaim -y --json
+	assert_dead "$first"
+	if [ "$(jqo .verdict)" = clean ]; then
+		assert_status 0
+		stays_for 3 stays_down "$WORLD_CNAME" 0
+	else
+		assert_status 1
+		wait_for 10 eval '[ "$(running "$WORLD_CNAME")" = "true 1" ]'
+		second=$($RT inspect -f '{{.State.Pid}}' "$WORLD_CNAME")
+		track "$second"
+		assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawn reported"
+	fi
+}
+
+stops_restart_always_through_runtime() {
+	use "$1"
+	skip "issue 14: gpuslate signals the container's process and $1 restarts it; a container with a restart policy must be stopped with $1 stop"
+	world_container_run "$RUNTIME" always --restart=always -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$GS_HOST/a.ready"
+	wait_for 10 test -f "$GS_HOST/a.ready"
+	first=$CONTAINER_PID
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_dead "$first"
+	stays_for 3 stays_down "$WORLD_CNAME" 0
+}
+
+@test "docker: status shows a container's holder: owner docker <id>, its host PID, its memory" {
+	status_shows_owner docker /docker/
+}
+@test "podman: status shows a container's holder: owner podman <id>, its host PID, its memory" {
+	status_shows_owner podman /libpod_parent/libpod-
+}
+@test "docker: reclaim of a container without a restart policy: its process stops, the container exits, GPU clean" {
+	stops_plain_container docker
+}
+@test "podman: reclaim of a container without a restart policy: its process stops, the container exits, GPU clean" {
+	stops_plain_container podman
+}
+@test "docker --restart=always: never a clean verdict while docker brings the container back" {
+	verdict_holds_with_restart_always docker
+}
+@test "podman --restart=always: never a clean verdict while podman brings the container back" {
+	verdict_holds_with_restart_always podman
+}
+@test "docker --restart=always is stopped through docker, not respawned; the GPU stays clean" {
+	stops_restart_always_through_runtime docker
+}
+@test "podman --restart=always is stopped through podman, not respawned; the GPU stays clean" {
+	stops_restart_always_through_runtime podman
+}
