@@ -443,6 +443,16 @@ static int smi_begin(FILE *f, const char *fields, const char *format, bool gpu, 
 	return 0;
 }
 
+int gs_smi_query_check(const char *fields, const char *format, bool gpu, char *err, size_t errlen)
+{
+	const struct smi_field_def *defs[64];
+	struct smi_format fmt;
+	size_t n;
+	int r = parse_smi_format(format, &fmt, err, errlen);
+
+	return r < 0 ? r : parse_smi_fields(fields, gpu, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
+}
+
 static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format *fmt)
 {
 	if (!known)
@@ -559,10 +569,23 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
+static void prom_up(FILE *f, int up)
+{
+	fprintf(f, "# HELP gpuslate_up 1 if gpuslate could read the GPUs, 0 if not (no driver, NVML failed).\n"
+		   "# TYPE gpuslate_up gauge\n"
+		   "gpuslate_up %d\n", up);
+}
+
+void gs_print_prometheus_down(FILE *f)
+{
+	prom_up(f, 0);
+}
+
 void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim)
 {
 	static const enum gs_role roles[] = { GS_ROLE_COMPUTE, GS_ROLE_CLIENT, GS_ROLE_PROTECTED };
 
+	prom_up(f, 1);
 	fputs("# HELP gpuslate_gpu_memory_used_bytes GPU memory allocated (NVML v2 used, without the driver's reservation).\n"
 	      "# TYPE gpuslate_gpu_memory_used_bytes gauge\n", f);
 	for (size_t g = 0; g < s->n_gpus; g++) {

@@ -40,10 +40,16 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			    const char *fields, const char *format, char *err, size_t errlen);
 
+/* Check a query's fields and format without printing (a fleet checks them
+ * before contacting any host). gpu: --query-gpu, else --query-compute-apps. */
+int gs_smi_query_check(const char *fields, const char *format, bool gpu, char *err, size_t errlen);
+
 /* Prometheus text format for node_exporter's textfile collector. */
 /* last_reclaim: the text of the last reclaim's state file
  * ("<unix time> <exit status> <verdict>"), or NULL. */
 void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim);
+/* The whole document when the GPUs could not be read: gpuslate_up 0. */
+void gs_print_prometheus_down(FILE *f);
 
 /* Escape a field for CSV (RFC 4180 quoting when needed). */
 void gs_csv_field(FILE *f, const char *s);

@@ -151,14 +151,23 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	assert_eq "$(error_lines "$stderr")" "" "errors"
 }
 
-@test "status with no GPU information at all: exit 3" {
+@test "status on a host without a driver: one error line, no table, exit 3" {
 	start_holder a --gpu 0
 	export GPUSLATE_NVML_LIB=/nonexistent/libnvidia-ml.so.1
 	export GPUSLATE_NVIDIA_PROCFS=$BATS_TEST_TMPDIR/no-driver
 
 	run --separate-stderr gs status
 	assert_status 3
-	assert_one_error "$stderr" "no GPU information could be read"
+	assert_eq "$output" "" "stdout"
+	# One line in all (no warning repeating the same dlopen error), naming
+	# the library that failed and the procfs directory that was looked at.
+	assert_eq "$(grep -c . <<<"$stderr")" 1 "stderr lines in [$stderr]"
+	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: .*/nonexistent/libnvidia-ml.so.1.*no GPU under $BATS_TEST_TMPDIR/no-driver\$"
+
+	run --separate-stderr gs reclaim -y
+	assert_status 3
+	assert_eq "$(grep -c . <<<"$stderr")" 1 "reclaim: stderr lines in [$stderr]"
+	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: "
 
 	run --separate-stderr gs status --json
 	assert_status 3
@@ -232,4 +241,25 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	run --separate-stderr gs status
 	assert_match "$output" "^ *$trainer .* compute +unit trainer.service\$" "unit row"
 	assert_match "$output" "^ *$infer .* compute +lxc $vmid: infer.service\$" "container row"
+}
+
+@test "status --format prometheus: gpuslate_up 1 with the metrics; without a driver a valid gpuslate_up 0 document and exit 3" {
+	start_holder a --gpu 0 --mib 1024
+	run --separate-stderr gs status --format prometheus
+	assert_status 0
+	assert_eq "$(grep -x 'gpuslate_up 1' <<<"$output")" "gpuslate_up 1" "up"
+	assert_match "$output" '^gpuslate_gpu_memory_used_bytes\{gpu="0",'
+
+	export GPUSLATE_NVML_LIB=/nonexistent/libnvidia-ml.so.1
+	export GPUSLATE_NVIDIA_PROCFS=$BATS_TEST_TMPDIR/no-driver
+	run --separate-stderr gs status --format prometheus
+	assert_status 3
+	# Nothing but the one metric, with its HELP and TYPE: every line is a
+	# comment or "name value" (what node_exporter's textfile collector takes).
+	assert_eq "$(grep -v '^#' <<<"$output")" "gpuslate_up 0" "samples"
+	assert_eq "$(grep -c '^# TYPE gpuslate_up gauge$' <<<"$output")" 1 "TYPE line"
+	assert_eq "$(grep -c . <<<"$stderr")" 1 "stderr lines"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output"
+	fi
 }

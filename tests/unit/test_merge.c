@@ -440,6 +440,12 @@ static void test_control_characters(void **state)
 	assert_int_equal(r.verdict, GS_HV_NOT_CLEAN);
 	assert_string_equal(r.line, "not clean, 2 GPUs, 1024 MiB: GPU 0 held by 21831 (py\\x1b[31mthon\\x07\\x0a\\x0d)");
 	assert_string_equal(r.stderr_text, "warn: \\x1b]0;pwned\\x07 done\\x0a");
+	/* JSON keeps the line break (JSON escapes it) but not the escapes. */
+	assert_string_equal(json_string_value(r.stderr_json), "warn: \\x1b]0;pwned\\x07 done\n");
+	gs_host_result_free(&r);
+	/* Bytes that are not UTF-8 cannot be a JSON string: the sanitized text. */
+	judge(&r, "gpu01", "status", 0, status_clean, "bad \xff byte\n");
+	assert_string_equal(json_string_value(r.stderr_json), "bad \\xff byte\\x0a");
 	gs_host_result_free(&r);
 
 	/* the verdict word itself */
@@ -733,7 +739,7 @@ static void test_json_document(void **state)
 	assert_true(json_real_value(json_object_get(h, "elapsed_s")) > 0.479 &&
 		    json_real_value(json_object_get(h, "elapsed_s")) < 0.481);
 	assert_string_equal(json_string_value(json_object_get(h, "stderr")),
-			    "gpuslate: warning: 3 processes could not be read\\x0a");
+			    "gpuslate: warning: 3 processes could not be read\n");
 	/* the host's own document, as it printed it */
 	assert_ptr_equal(json_object_get(h, "report"), f.r[0].report);
 	{
@@ -758,7 +764,7 @@ static void test_json_document(void **state)
 	assert_true(json_is_null(json_object_get(h, "summary")));
 	assert_int_equal(json_integer_value(json_object_get(h, "exit_status")), 255);
 	assert_string_equal(json_string_value(json_object_get(h, "stderr")),
-			    "ssh: connect to host gpu15 port 22: Connection refused\\x0a");
+			    "ssh: connect to host gpu15 port 22: Connection refused\n");
 	assert_true(json_is_null(json_object_get(h, "report")));
 
 	h = json_array_get(hosts, 3);
