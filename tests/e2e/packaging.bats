@@ -317,6 +317,7 @@ start_slow_holder() {
 	sh "$ROOT/tests/fakes/mkhost.sh" "$TMP/host" 2
 	export FAKE_NVML_STATE="$TMP/host/nvml" GPUSLATE_DEV_ROOT="$TMP/host/dev"
 	export GPUSLATE_NVML_LIB="$BUILD/fakes/libnvidia-ml.so.1" GPUSLATE_LOCK_FILE="$TMP/lock"
+	export GPUSLATE_STATE_FILE="$TMP/last-reclaim"
 	rm -f "$TMP/ready"
 	"$BUILD/fakes/gs-holder" --gpu 0 --mib 3000 --release-ms "${RELEASE_MS:-2000}" \
 		--ready-file "$TMP/ready" >"$TMP/holder.log" 2>&1 3>&- &
@@ -355,7 +356,7 @@ on_pty() {
 	sock="$TMP/tmux.sock"
 	env -u TMUX tmux -S "$sock" new-session -d -x 160 -y 20 \
 		"env TERM=xterm FAKE_NVML_STATE='$FAKE_NVML_STATE' GPUSLATE_DEV_ROOT='$GPUSLATE_DEV_ROOT' \
-		GPUSLATE_NVML_LIB='$GPUSLATE_NVML_LIB' GPUSLATE_LOCK_FILE='$GPUSLATE_LOCK_FILE' \
+		GPUSLATE_NVML_LIB='$GPUSLATE_NVML_LIB' GPUSLATE_LOCK_FILE='$GPUSLATE_LOCK_FILE' GPUSLATE_STATE_FILE='$GPUSLATE_STATE_FILE' \
 		'$BIN' reclaim -y --no-units -g 0 --timeout 20; echo EXIT=\$?; sleep 30"
 	seen=
 	for _ in $(seq 200); do
@@ -418,4 +419,29 @@ on_pty() {
 	on_pty "'$BIN' reclaim -y -q --no-units -g 0 --json"
 	grep -aq '"verdict": "clean"' "$TMP/typescript"
 	! grep -aq $'\033\\[' "$TMP/typescript"
+}
+
+# ---------------------------------------------------------------- isolation
+
+# in_private_run SCRIPT ARGS...: runs SCRIPT (bash) in a private mount
+# namespace whose /run is an empty tmpfs, so that whatever it writes there
+# can be listed afterwards without touching (or seeing) the machine's /run.
+in_private_run() {
+	command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
+	unshare --mount --propagation private true 2>/dev/null || skip "cannot create a mount namespace (needs root)"
+	unshare --mount --propagation private bash -c 'mount -t tmpfs gs-private-run /run || exit 77; '"$1" _ "${@:2}"
+}
+
+@test "make demo writes nothing outside its temporary directory: no /run/gpuslate.lock or .last-reclaim" {
+	[ -x "$BUILD/gpuslate" ] && [ -x "$BUILD/fakes/gs-holder" ] || skip "build/gpuslate and the fakes are not built"
+	mkdir -p "$TMP/tmp"
+	run in_private_run '
+		cd "$1" && TMPDIR=$2 GPUSLATE_BUILD=$3 bash tests/demo.sh >"$2/../demo.out" 2>&1
+		echo "demo exit $?"
+		find /run "$2" -mindepth 1' "$ROOT" "$TMP/tmp" "$BUILD"
+	[ "$status" -ne 77 ] || skip "cannot mount a tmpfs on /run"
+	echo "$output"
+	# The demo ran (and reclaimed), and left nothing in /run or in TMPDIR.
+	[ "$output" = "demo exit 0" ] || { cat "$TMP/demo.out"; return 1; }
+	grep -q 'Verdict: clean' "$TMP/demo.out"
 }

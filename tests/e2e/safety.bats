@@ -211,11 +211,10 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 }
 
 @test "durations take systemd and timeout(1) suffixes: --timeout 500ms, --grace 2m, --connect-timeout 90s" {
-	start_holder a --gpu 0 --mib 1024 --ignore-term
+	start_holder a --gpu 0 --mib 1024
 	a=$(rpid a)
 	t0=$(now_ms)
-	# 500ms of waiting, not 500 seconds: an unkillable-by-TERM holder with a
-	# 2m grace is still in its grace period when the wait ends.
+	# 500ms of waiting for a held GPU, not 500 seconds.
 	run --separate-stderr gs wait -g 0 --timeout 500ms --json
 	assert_status 1
 	elapsed=$(($(now_ms) - t0))

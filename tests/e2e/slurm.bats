@@ -20,6 +20,7 @@ setup() {
 	export GPUSLATE_DEV_ROOT=$T/host/dev
 	export GPUSLATE_NVML_LIB=$BUILD/fakes/libnvidia-ml.so.1
 	export GPUSLATE_LOCK_FILE=$T/lock
+	export GPUSLATE_STATE_FILE=$T/last-reclaim
 	export GPUSLATE_BIN=$GS
 	export GPUSLATE_SLURM_CONF=$T/none.conf
 	export GPUSLATE_EPILOG_SYSLOG=no
