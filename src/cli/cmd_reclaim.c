@@ -159,13 +159,17 @@ static void show_progress(void *ud, const struct gs_gpu_verdict *v, size_t n, ui
 	for (size_t g = 0; g < n && off + 48 < sizeof(line); g++) {
 		if (v[g].released && !v[g].n_held_by)
 			continue;
+		/* No targeted process is left on the GPU: the driver is still
+		 * tearing down the context of one that exited. */
+		const char *what = v[g].n_held_by ? "held" : "releasing";
+
 		if (v[g].mem_known)
-			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %llu MiB held",
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %llu MiB %s",
 						pg->s->gpus[v[g].gpu].index,
-						(unsigned long long)(v[g].after / GS_MIB));
+						(unsigned long long)(v[g].after / GS_MIB), what);
 		else
-			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u held",
-						pg->s->gpus[v[g].gpu].index);
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %s",
+						pg->s->gpus[v[g].gpu].index, what);
 	}
 	fprintf(stderr, "\r\033[K%s", line);
 	fflush(stderr);

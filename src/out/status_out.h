@@ -13,6 +13,23 @@
 
 #define GS_SCHEMA_VERSION 1
 
+/* How a process that no longer exists (a PID NVML still lists) reads in
+ * every text view: status, reclaim, CSV. */
+#define GS_GONE "(gone)"
+
+/* The holder tables fit GS_TABLE_WIDTH columns: GS_TABLE_FIXED for PID,
+ * user, GPUs, memory and role with their gaps, the owner up to
+ * GS_TABLE_OWNER_MAX, the command the rest. */
+#define GS_TABLE_WIDTH 100
+#define GS_TABLE_FIXED 47
+#define GS_TABLE_OWNER_MAX 40
+
+/* The GPU indices of set, runs as ranges: "0-3,6"; "-" for none. */
+void gs_gpus_text(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len);
+
+/* s in at most width columns; a longer s keeps both ends around "...". */
+void gs_fit_middle(const char *s, size_t width, char *buf, size_t len);
+
 /* Does holder h concern the selection (holds a selected GPU)? Holders that
  * hold no known GPU (only nvidiactl/uvm) are shown when everything is selected. */
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all);

@@ -471,7 +471,9 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind != argc)
+	/* Words after "--" are ignored: they make the command line look like
+	 * a real server's (python3 -m sglang.launch_server --model ...). */
+	if (optind != argc && strcmp(argv[optind - 1], "--"))
 		usage();
 	if (o.ngpus == 0)
 		o.gpus[o.ngpus++] = 0;
