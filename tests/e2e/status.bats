@@ -46,6 +46,12 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	assert_match "$output" "^ *$creator +- +\(gone\) +1 +4096 MiB +compute +no such process \(listed by NVML\); memory held by $child\$" \
 		"creator row"
 	assert_match "$output" "^ *$child +root " "child row"
+
+	# The dead creator reads "(gone)" in every text view.
+	run --separate-stderr gs status --csv
+	assert_match "$output" "^$creator,false,,\(gone\),1,4096,compute," "CSV row"
+	run --separate-stderr gs reclaim --dry-run -g 1
+	assert_match "$output" "^ +$creator +- +\(gone\) +1 +4096 MiB " "plan row"
 	assert_alive "$child"
 }
 
@@ -241,6 +247,34 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	run --separate-stderr gs status
 	assert_match "$output" "^ *$trainer .* compute +unit trainer.service\$" "unit row"
 	assert_match "$output" "^ *$infer .* compute +lxc $vmid: infer.service\$" "container row"
+	assert_eq "$(awk 'length > 100' <<<"$output")" "" "lines over 100 columns"
+}
+
+@test "status: the table fits 100 columns, the owner in full, a long command cut in the middle" {
+	require_cgroups
+	vmid=9$$$BATS_TEST_NUMBER
+	cg_ct=$(make_cgroup "lxc/$vmid/ns/system.slice/sglang-qwen.service")
+	mkdir -p "$FAKE_PCT_DIR/$vmid/units"
+	# argv[0] as a real server's; words after -- are what ps shows.
+	UNIT_DIR=$FAKE_PCT_DIR/$vmid start_unit --cgroup "$cg_ct" sglang-qwen -- bash -c \
+		'exec -a /opt/conda/bin/python3 "$@"' _ "$GS_HOLDER" --gpu 0 --gpu 1 --mib 1024 \
+		--ready-file "$BATS_TEST_TMPDIR/sg.ready" -- -m sglang.launch_server \
+		--model-path /models/Qwen2.5-72B-Instruct-AWQ --tp 2 --port 30000
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/sg.ready"
+	p=$(rpid sg)
+
+	run --separate-stderr gs status
+	assert_status 0
+	echo "$output"
+	assert_eq "$(awk 'length > 100' <<<"$output")" "" "lines over 100 columns"
+	row=$(grep -E "^ *$p " <<<"$output")
+	assert_match "$row" " lxc $vmid: sglang-qwen.service\$" "the owner in full"
+	assert_match "$row" " python3 [^ ]*[.][.][.][^ ]* 30000 +0,1 +2048 MiB +compute " "command cut in the middle, both ends kept"
+
+	# nvidia-smi's process_name: the path the process was started with.
+	run --separate-stderr gs status --query-compute-apps=pid,process_name --format=csv,noheader
+	assert_eq "$output" "$p, /opt/conda/bin/python3
+$p, /opt/conda/bin/python3" "process_name"
 }
 
 @test "status --format prometheus: gpuslate_up 1 with the metrics; without a driver a valid gpuslate_up 0 document and exit 3" {
