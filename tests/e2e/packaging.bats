@@ -243,6 +243,7 @@ expected_files() {
 		echo "$p/share/zsh/site-functions/_gpuslate"
 		echo "$p/share/doc/gpuslate/examples/hosts"
 		echo "$p/share/doc/gpuslate/examples/systemd-gpuslate.conf"
+		for d in json fleet inventory slurm integrations security; do echo "$p/share/doc/gpuslate/$d.md"; done
 		[ ! -f "$ROOT/tools/gpuslate-slurm-epilog" ] || echo "$p/libexec/gpuslate/gpuslate-slurm-epilog"
 	} | sort
 }
@@ -265,6 +266,19 @@ expected_files() {
 	[ -z "$output" ] || { echo "left behind: $output"; return 1; }
 	[ ! -e "$TMP/root/usr/share/doc/gpuslate" ]
 	[ ! -e "$TMP/root/usr/libexec/gpuslate" ]
+}
+
+@test "make install: the man page's documents are installed, and the example unit names the installed binary" {
+	submake install DESTDIR="$TMP/root" PREFIX=/opt/gs >/dev/null
+	doc=$TMP/root/opt/gs/share/doc/gpuslate
+	# Every document the man page names in SEE ALSO and --json is there.
+	for f in $(sed -n '/^\.SH "SEE ALSO"/,$p' "$BUILD/gpuslate.1" | grep -o '[a-z]*\.md' | sort -u); do
+		[ -s "$doc/$f" ] || { echo "$f named by the man page, not installed"; return 1; }
+	done
+	run "$BIN" --help
+	[[ $output == *"/usr/share/doc/gpuslate/json.md"* ]]
+	grep -qx 'ExecStopPost=+/opt/gs/bin/gpuslate reclaim -y -q --unit %n --timeout 60' "$doc/examples/systemd-gpuslate.conf"
+	! grep -q '/usr/bin/gpuslate' "$doc/examples/systemd-gpuslate.conf"
 }
 
 @test "make install: PREFIX defaults to /usr/local" {
@@ -321,7 +335,8 @@ expected_files() {
 	[[ $dep =~ ^libc6(\ \([^\)]*\))?$ ]]
 	dpkg-deb -c "$deb" >"$TMP/contents"
 	for f in usr/bin/gpuslate usr/share/man/man1/gpuslate.1.gz usr/share/bash-completion/completions/gpuslate \
-		usr/share/zsh/site-functions/_gpuslate usr/share/doc/gpuslate/examples/hosts usr/share/doc/gpuslate/copyright; do
+		usr/share/zsh/site-functions/_gpuslate usr/share/doc/gpuslate/examples/hosts usr/share/doc/gpuslate/copyright \
+		usr/share/doc/gpuslate/json.md usr/share/doc/gpuslate/fleet.md; do
 		grep -q " \./$f\$" "$TMP/contents" || { echo "$f not in the package"; return 1; }
 	done
 	dpkg -x "$deb" "$TMP/scratch"
@@ -330,6 +345,17 @@ expected_files() {
 	[ "$output" = "gpuslate $VERSION" ]
 	run "$TMP/scratch/usr/bin/gpuslate" --help
 	[ "$status" -eq 0 ]
+	# The maintainer address and the rest pass lintian (installed by
+	# tools/install-deps test, so CI runs it).
+	if command -v lintian >/dev/null; then
+		run lintian --allow-root --fail-on error,warning "$TMP/deb/gpuslate_${VERSION}_$(dpkg --print-architecture).changes"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		! grep -q 'bogus-mail-host' <<<"$output"
+	elif [ "${GPUSLATE_TEST_DEB-}" = 1 ]; then
+		echo "lintian missing"
+		return 1
+	fi
 }
 
 # ---------------------------------------------------------------- terminal
@@ -479,4 +505,25 @@ in_private_run() {
 	# The demo ran (and reclaimed), and left nothing in /run or in TMPDIR.
 	[ "$output" = "demo exit 0" ] || { cat "$TMP/demo.out"; return 1; }
 	grep -q 'Verdict: clean' "$TMP/demo.out"
+}
+
+# ---------------------------------------------------------------- quick start
+
+@test "install-deps: the README's first command installs only the demo's needs, the test command the rest" {
+	demo=$("$ROOT/tools/install-deps" --list)
+	test=$("$ROOT/tools/install-deps" --list test)
+	for p in build-essential libjansson-dev; do
+		grep -qx "$p" <<<"$demo" || { echo "demo set lacks $p"; return 1; }
+	done
+	# The suite's servers and analyzers are not the demo's business.
+	for p in slurmctld slurmd munge openssh-server valgrind clang clang-tidy cppcheck bats libcmocka-dev lintian; do
+		! grep -qx "$p" <<<"$demo" || { echo "demo set installs $p"; return 1; }
+		grep -qx "$p" <<<"$test" || { echo "test set lacks $p"; return 1; }
+	done
+	# The two commands of the README, and .ci/run ends with the second.
+	grep -qE '^    tools/install-deps && make demo ' "$ROOT/README.md"
+	grep -qE '^    tools/install-deps test && make check ' "$ROOT/README.md"
+	[ "$(grep -v '^#' "$ROOT/.ci/run" | grep . | tail -n 1)" = "tools/install-deps test && make check" ]
+	run "$ROOT/tools/install-deps" bogus
+	[ "$status" -eq 2 ]
 }
