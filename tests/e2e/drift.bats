@@ -104,26 +104,26 @@ missing() { # missing WANT HAVE WHAT: fails listing lines of WANT not in HAVE
 	missing "$TMP/short" "$TMP/man" "short options without a man page entry"
 }
 
+# covers WHAT OFFERED_FILE: every option of the table but the internal ones
+# is offered, and none of the internal ones.
+covers() {
+	table_long | comm -23 - <(except "$COMPLETION_EXCEPT") >"$TMP/want"
+	missing "$TMP/want" "$2" "not offered by the $1 completion"
+	table_short >"$TMP/short"
+	missing "$TMP/short" "$2" "short options not offered by the $1 completion"
+	for o in $COMPLETION_EXCEPT; do
+		! grep -qx -- "--$o" "$2" || { echo "$1 completion offers the internal --$o"; return 1; }
+	done
+}
+
 @test "drift: the bash completion offers every option of the table (but --remote and --proc-root), and not those" {
 	bash_offered >"$TMP/bash"
-	table_long | comm -23 - <(except "$COMPLETION_EXCEPT") >"$TMP/want"
-	missing "$TMP/want" "$TMP/bash" "not offered by the bash completion"
-	table_short >"$TMP/short"
-	missing "$TMP/short" "$TMP/bash" "short options not offered by the bash completion"
-	for o in $COMPLETION_EXCEPT; do
-		! grep -qx -- "--$o" "$TMP/bash" || { echo "bash completion offers the internal --$o"; return 1; }
-	done
+	covers bash "$TMP/bash"
 }
 
 @test "drift: the zsh completion offers every option of the table (but --remote and --proc-root), and not those" {
 	zsh_offered >"$TMP/zsh"
-	table_long | comm -23 - <(except "$COMPLETION_EXCEPT") >"$TMP/want"
-	missing "$TMP/want" "$TMP/zsh" "not offered by the zsh completion"
-	table_short >"$TMP/short"
-	missing "$TMP/short" "$TMP/zsh" "short options not offered by the zsh completion"
-	for o in $COMPLETION_EXCEPT; do
-		! grep -qx -- "--$o" "$TMP/zsh" || { echo "zsh completion offers the internal --$o"; return 1; }
-	done
+	covers zsh "$TMP/zsh"
 }
 
 @test "drift: every environment variable the man page names is read by the code" {

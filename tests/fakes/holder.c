@@ -69,7 +69,8 @@ static void usage(void)
 	fputs("usage: gs-holder [--state DIR] [--dev-root DIR] [--gpu MINOR]... [--mib N]\n"
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term] [--setsid]\n"
-	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n",
+	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
+	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
 }
