@@ -698,6 +698,30 @@ static void test_exit_status_rule(void **state)
 	fleet_free(&f);
 }
 
+/* A fleet query: each host's "output", every line prefixed with the host,
+ * in list order; control bytes escaped; failed hosts add nothing. */
+static void test_render_prefixed(void **state)
+{
+	struct gs_host_result r[3];
+	char *text = NULL;
+
+	(void)state;
+	judge(&r[0], "gpu02", "status", 0,
+	      "{\"schema_version\":1,\"command\":\"status\",\"gpus\":[],\"processes\":[],"
+	      "\"output\":\"0, 1024 MiB\\n1, 0 MiB\\n\"}", NULL);
+	judge(&r[1], "gpu15", "status", 255, NULL, "ssh: connect to host gpu15 port 22: Connection refused\n");
+	judge(&r[2], "gpu01", "status", 0,
+	      "{\"schema_version\":1,\"command\":\"status\",\"gpus\":[],\"processes\":[],"
+	      "\"output\":\"0, \\u001b[31mred\\r\\nno newline at the end\"}", NULL);
+	assert_int_equal(r[1].verdict, GS_HV_FAILED);
+	assert_int_equal(gs_fleet_render_prefixed(r, 3, &text), 0);
+	assert_string_equal(text, "gpu02: 0, 1024 MiB\ngpu02: 1, 0 MiB\n"
+				  "gpu01: 0, \\x1b[31mred\\x0d\ngpu01: no newline at the end\n");
+	free(text);
+	for (size_t i = 0; i < 3; i++)
+		gs_host_result_free(&r[i]);
+}
+
 static void test_json_document(void **state)
 {
 	struct fleet f = { 0 };
@@ -827,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_text_folding),
 		cmocka_unit_test(test_text_dry_run_interrupted_empty),
 		cmocka_unit_test(test_exit_status_rule),
+		cmocka_unit_test(test_render_prefixed),
 		cmocka_unit_test(test_json_document),
 	};
 
