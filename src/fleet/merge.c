@@ -96,10 +96,9 @@ static json_t *json_lines(const char *s, size_t len, size_t max)
 			o += 4;
 		}
 	}
-	if (len > max) {
-		memcpy(q + o, "...", 3);
-		o += 3;
-	}
+	if (len > max)
+		for (int k = 0; k < 3; k++)
+			q[o++] = '.';
 	j = json_stringn(q, o);
 	free(q);
 	return j;
