@@ -230,6 +230,22 @@ static void gpus_list(const struct gs_holder *h, const struct gs_snapshot *s, ch
 	gs_gpus_text(s, &h->gpus, buf, len);
 }
 
+/* The OWNER column of a PID that NVML lists but that is gone (the COMMAND
+ * column says "(gone)"): who keeps its memory, the fork case. */
+static void gone_owner(const struct gs_snapshot *s, const struct gs_holder *h, char *buf, size_t len)
+{
+	pid_t heirs[16];
+	size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs)), off;
+
+	if (!n) {
+		snprintf(buf, len, "listed by NVML");
+		return;
+	}
+	off = (size_t)snprintf(buf, len, "memory held by");
+	for (size_t k = 0; k < n && off + 16 < len; k++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%d", k ? "," : " ", (int)heirs[k]);
+}
+
 void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
 {
 	size_t shown = 0;
@@ -259,9 +275,12 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 			const struct gs_holder *h = &s->holders[i];
 			char owner[320];
 
-			if (!gs_holder_in_selection(h, sel, sel_all) || !h->alive || !h->info_ok)
+			if (!gs_holder_in_selection(h, sel, sel_all) || (h->alive && !h->info_ok))
 				continue;
-			gs_owner_format(&h->info.owner, owner, sizeof(owner));
+			if (h->alive)
+				gs_owner_format(&h->info.owner, owner, sizeof(owner));
+			else
+				gone_owner(s, h, owner, sizeof(owner));
 			if (strlen(owner) > ow)
 				ow = strlen(owner);
 		}
@@ -284,13 +303,7 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 			else
 				snprintf(pidtxt, sizeof(pidtxt), "%d", (int)h->pid);
 			if (!h->alive) {
-				pid_t heirs[16];
-				size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
-				size_t off = (size_t)snprintf(owner, sizeof(owner), "no such process (listed by NVML)");
-
-				for (size_t k = 0; k < n && off + 16 < sizeof(owner); k++)
-					off += (size_t)snprintf(owner + off, sizeof(owner) - off, "%s%d",
-								k ? "," : "; memory held by ", (int)heirs[k]);
+				gone_owner(s, h, owner, sizeof(owner));
 				fprintf(f, "%7s %-8s %-*s %-7s %10s %-9s %s\n", pidtxt, "-", (int)cw, GS_GONE, gl, mem,
 					gs_role_str(h->role), owner);
 				continue;
