@@ -114,6 +114,8 @@ INSTALL ?= install
 SCDOC ?= scdoc
 SLURM_EPILOG := tools/gpuslate-slurm-epilog
 EXAMPLES := examples/hosts examples/systemd-gpuslate.conf
+# The documents the man page and --help point to, installed beside the examples.
+DOCS := docs/json.md docs/fleet.md docs/inventory.md docs/slurm.md docs/integrations.md docs/security.md
 
 .PHONY: man completion deb
 
@@ -135,6 +137,10 @@ install: $(B)/gpuslate $(B)/gpuslate.1
 	$(INSTALL) -D -m 0644 completions/gpuslate.bash $(DESTDIR)$(BASHCOMPDIR)/gpuslate
 	$(INSTALL) -D -m 0644 completions/_gpuslate $(DESTDIR)$(ZSHCOMPDIR)/_gpuslate
 	set -e; $(foreach f,$(EXAMPLES),$(INSTALL) -D -m 0644 $(f) $(DESTDIR)$(DOCDIR)/$(f);)
+	set -e; $(foreach f,$(DOCS),$(INSTALL) -D -m 0644 $(f) $(DESTDIR)$(DOCDIR)/$(notdir $(f));)
+	# The example unit names the binary where this installation puts it.
+	sed 's|/usr/bin/gpuslate|$(BINDIR)/gpuslate|g' examples/systemd-gpuslate.conf \
+		>$(DESTDIR)$(DOCDIR)/examples/systemd-gpuslate.conf
 	@if [ -f $(SLURM_EPILOG) ]; then \
 		echo "$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog"; \
 		$(INSTALL) -D -m 0755 $(SLURM_EPILOG) $(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog; \
@@ -144,7 +150,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuslate $(DESTDIR)$(MANDIR)/man1/gpuslate.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/gpuslate $(DESTDIR)$(ZSHCOMPDIR)/_gpuslate \
 		$(DESTDIR)$(LIBEXECDIR)/gpuslate/gpuslate-slurm-epilog \
-		$(addprefix $(DESTDIR)$(DOCDIR)/,$(EXAMPLES))
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(EXAMPLES) $(notdir $(DOCS)))
 	@for d in $(DESTDIR)$(LIBEXECDIR)/gpuslate $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR); do \
 		rmdir "$$d" 2>/dev/null || :; \
 	done

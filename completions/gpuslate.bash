@@ -11,11 +11,12 @@ _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 	--connect-timeout --command-timeout --nvml-lib --dev-root --proc-root
 	--nvml-timeout'
 
-# Options of every command.
-_gpuslate_common='-g --gpus --json -q --quiet -w --hosts -x --exclude -f --fanout
-	--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
-	--nvml-lib --dev-root --proc-root --no-nvml --nvml-timeout --remote
-	-h --help -V --version'
+# Options of every command offered to people: not --remote (gpuslate passes
+# it to the far side itself) nor --proc-root (for reading a /proc copy in
+# tests); both are still accepted and skipped with their arguments.
+_gpuslate_common='-g --gpus --json -q --quiet -v --verbose -w --hosts -x --exclude
+	-f --fanout --hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
+	--nvml-lib --dev-root --no-nvml --nvml-timeout -h --help -V --version'
 
 _gpuslate_cmd_opts()
 {
@@ -68,15 +69,39 @@ _gpuslate_gpus()
 		--query-gpu=index --format=csv,noheader 2>/dev/null
 }
 
+# The inventory gpuslate would read: --hosts-file on the line, else
+# $XDG_CONFIG_HOME/gpuslate/hosts (an absolute XDG_CONFIG_HOME) or
+# ~/.config/gpuslate/hosts, else /etc/gpuslate/hosts.
+_gpuslate_inventory()
+{
+	local i w conf=~/.config
+	for ((i = 1; i < ${#COMP_WORDS[@]}; i++)); do
+		w=${COMP_WORDS[i]}
+		if [[ $w == --hosts-file && -n ${COMP_WORDS[i + 1]-} ]]; then
+			w=${COMP_WORDS[i + 1]}
+			[[ $w == = ]] && w=${COMP_WORDS[i + 2]-}
+			printf '%s\n' "${w/#\~/$HOME}"
+			return
+		fi
+		if [[ $w == --hosts-file=?* ]]; then
+			w=${w#--hosts-file=}
+			printf '%s\n' "${w/#\~/$HOME}"
+			return
+		fi
+	done
+	[[ ${XDG_CONFIG_HOME-} == /* ]] && conf=$XDG_CONFIG_HOME
+	for w in "$conf/gpuslate/hosts" /etc/gpuslate/hosts; do
+		[[ -e $w ]] && { printf '%s\n' "$w"; return; }
+	done
+}
+
 _gpuslate_groups()
 {
 	local f
-	for f in ~/.config/gpuslate/hosts /etc/gpuslate/hosts; do
-		[[ -r $f ]] || continue
-		sed -n 's/^[[:space:]]*\[\([A-Za-z][A-Za-z0-9._-]*\)\].*/@\1/p' "$f" 2>/dev/null
-		echo @all
-		return
-	done
+	f=$(_gpuslate_inventory)
+	[[ -n $f && -r $f ]] || return
+	sed -n 's/^[[:space:]]*\[\([A-Za-z][A-Za-z0-9._-]*\)\].*/@\1/p' "$f" 2>/dev/null
+	echo @all
 }
 
 _gpuslate_units()
@@ -119,11 +144,14 @@ _gpuslate_value()
 			nv-fabricmanager nvidia-imex nvidia-cuda-mps-control Xorg Xwayland' -- "$cur"))
 		;;
 	-w | --hosts | -x | --exclude)
-		local hosts
-		hosts="$(_gpuslate_groups)"
-		if declare -F _known_hosts_real >/dev/null; then
+		# "@..." is an inventory group and nothing else (known hosts
+		# would come back as "@host"); a name is a host.
+		local hosts=
+		if [[ ${cur##*,} == @* ]]; then
+			hosts="$(_gpuslate_groups)"
+		elif declare -F _known_hosts_real >/dev/null; then
 			_known_hosts_real -- "${cur##*,}"
-			hosts+=$'\n'"$(printf '%s\n' "${COMPREPLY[@]}")"
+			hosts="$(printf '%s\n' "${COMPREPLY[@]}" | grep -v '^@')"
 		fi
 		_gpuslate_list "$cur" "$hosts"
 		;;

@@ -7,7 +7,7 @@ set -u
 B=${GPUSLATE_BUILD:-$PWD/build}
 GS=$B/gpuslate
 HOLDER=$B/fakes/gs-holder
-HOST=$(mktemp -d /tmp/gpuslate-demo.XXXXXX)
+HOST=$(mktemp -d "${TMPDIR:-/tmp}/gpuslate-demo.XXXXXX")
 pids=()
 
 cleanup() {
@@ -18,7 +18,9 @@ trap cleanup EXIT
 
 bash tests/fakes/mkhost.sh "$HOST" 2
 export FAKE_NVML_STATE=$HOST/nvml GPUSLATE_DEV_ROOT=$HOST/dev GPUSLATE_NVML_LIB=$B/fakes/libnvidia-ml.so.1
-export GPUSLATE_LOCK_FILE=$HOST/lock
+# Its own lock and last-reclaim record: the demo must not feed this
+# machine's gpuslate_last_reclaim_* metrics with a simulated reclaim.
+export GPUSLATE_LOCK_FILE=$HOST/lock GPUSLATE_STATE_FILE=$HOST/last-reclaim
 
 # start NAME ARGS...: run a holder (as NAME), wait until it holds the GPU.
 start() {

@@ -68,6 +68,7 @@ struct gs_cli {
 
 	/* output */
 	bool json, csv, quiet, prometheus;
+	bool verbose;                     /* -v: with -w, each host's own report */
 	bool remote;                      /* --remote: run for a fleet controller */
 	const char *query_gpu, *query_apps, *format;
 
@@ -96,6 +97,9 @@ int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d);
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;
 void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s);
+
+/* The one error line for a host without a usable NVIDIA driver. */
+void gs_cli_no_driver(const struct gs_cli *cli, const struct gs_snapshot *s);
 
 /* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE). */
 const char *gs_last_reclaim_path(char *buf, size_t len);

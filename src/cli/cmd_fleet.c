@@ -6,6 +6,7 @@
 #include "fleet/merge.h"
 #include "fleet/remote.h"
 #include "fleet/runner.h"
+#include "out/status_out.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -168,6 +169,32 @@ static int confirm_reclaim(const struct gs_cli *cli, const struct gs_hostlist *h
 	return 0;
 }
 
+/* GPUSLATE_FLEET_PRINT_ARGV: "HOST: [word] [word] ..." per host. */
+static void print_argvs(const struct gs_hostlist *hosts, char ***argvs)
+{
+	for (size_t i = 0; i < hosts->n; i++) {
+		printf("%s:", hosts->hosts[i]);
+		for (size_t k = 0; argvs[i][k]; k++)
+			printf(" [%s]", argvs[i][k]);
+		putchar('\n');
+	}
+}
+
+/* Each host's own text, prefixed; returns how many bytes were printed. */
+static int print_prefixed(const struct gs_host_result *results, size_t n)
+{
+	char *text = NULL;
+	int r = gs_fleet_render_prefixed(results, n, &text);
+	size_t len;
+
+	if (r < 0)
+		return r;
+	len = strlen(text);
+	fputs(text, stdout);
+	free(text);
+	return len > 0;
+}
+
 struct fleet_run {
 	const struct gs_hostlist *hosts;
 	struct gs_host_result *results;
@@ -228,9 +255,13 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 
 	(void)argc;
 	(void)argv; /* never passed on: the remote argv is rebuilt from cli */
-	if (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus) {
-		gs_err("-w: only the merged report or --json is available for several hosts");
-		return GS_EXIT_USAGE;
+	if (cli->query_gpu || cli->query_apps) {
+		/* A bad field is this command's error, not each host's. */
+		if (gs_smi_query_check(cli->query_gpu ? cli->query_gpu : cli->query_apps, cli->format,
+				       cli->query_gpu != NULL, err, sizeof(err)) < 0) {
+			gs_err("%s", err);
+			return GS_EXIT_USAGE;
+		}
 	}
 	if (cli->nvml_lib && getenv("GPUSLATE_NVML_LIB") != cli->nvml_lib)
 		gs_warn("--nvml-lib applies to this host only; it is not passed to the remote hosts");
@@ -262,7 +293,13 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = confirm_reclaim(cli, &hosts);
+	if (getenv("GPUSLATE_FLEET_PRINT_ARGV")) {
+		/* A dry run of the transport: what would run, contacting nothing. */
+		print_argvs(&hosts, argvs);
+		rc = fflush(stdout) == 0 && !ferror(stdout) ? GS_EXIT_CLEAN : GS_EXIT_USAGE;
+		goto out;
+	}
+		rc = confirm_reclaim(cli, &hosts);
 	if (rc)
 		goto out;
 
@@ -314,7 +351,22 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 		}
 	}
 
-	if (cli->json) {
+	if (!cli->json && (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus)) {
+		/* Data for scripts: only "HOST: line" on stdout; what went
+		 * wrong on a host on stderr, one line each. */
+		r = print_prefixed(results, hosts.n);
+		if (r < 0) {
+			gs_err("out of memory");
+			rc = GS_EXIT_DRIVER;
+			goto out;
+		}
+		for (size_t i = 0; i < hosts.n; i++) {
+			if (results[i].verdict == GS_HV_FAILED)
+				gs_err("%s: %s", results[i].host, results[i].error ? results[i].error : "failed");
+			else if (results[i].exit_code != 0 && results[i].line)
+				gs_err("%s: %s", results[i].host, results[i].line);
+		}
+	} else if (cli->json) {
 		json_t *j = gs_fleet_json(results, hosts.n, cli->cmd_name, fleet_interrupted);
 
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -323,6 +375,17 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 	} else {
 		char *text = NULL;
 
+		if (cli->verbose) {
+			/* Each host's own plan and report, then the merged view. */
+			r = print_prefixed(results, hosts.n);
+			if (r < 0) {
+				gs_err("out of memory");
+				rc = GS_EXIT_DRIVER;
+				goto out;
+			}
+			if (r > 0)
+				fputc('\n', stdout);
+		}
 		r = gs_fleet_render_text(results, hosts.n, fleet_interrupted, &text);
 		if (r < 0) {
 			gs_err("out of memory");

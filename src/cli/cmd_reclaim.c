@@ -159,13 +159,17 @@ static void show_progress(void *ud, const struct gs_gpu_verdict *v, size_t n, ui
 	for (size_t g = 0; g < n && off + 48 < sizeof(line); g++) {
 		if (v[g].released && !v[g].n_held_by)
 			continue;
+		/* No targeted process is left on the GPU: the driver is still
+		 * tearing down the context of one that exited. */
+		const char *what = v[g].n_held_by ? "held" : "releasing";
+
 		if (v[g].mem_known)
-			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %llu MiB held",
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %llu MiB %s",
 						pg->s->gpus[v[g].gpu].index,
-						(unsigned long long)(v[g].after / GS_MIB));
+						(unsigned long long)(v[g].after / GS_MIB), what);
 		else
-			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u held",
-						pg->s->gpus[v[g].gpu].index);
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " GPU %u %s",
+						pg->s->gpus[v[g].gpu].index, what);
 	}
 	fprintf(stderr, "\r\033[K%s", line);
 	fflush(stderr);
@@ -244,6 +248,26 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_ptable *p
 	return 0;
 }
 
+/* A fleet's -v: the plan and report this host would print, as "output". */
+static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mf = open_memstream(&text, &len);
+
+	if (!mf)
+		return;
+	if (!strcmp(rep->command, "reclaim"))
+		gs_print_plan(mf, rep->before, rep->plan);
+	if (!strcmp(rep->verdict, "dry-run"))
+		fputs("\nDry run: nothing was changed.\n", mf);
+	else
+		gs_print_reclaim_report(mf, rep);
+	if (fclose(mf) == 0)
+		json_object_set_new(j, "output", json_stringn(text, len));
+	free(text);
+}
+
 static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 {
 	if (!strcmp(rep->command, "reclaim") && strcmp(rep->verdict, "dry-run"))
@@ -251,6 +275,8 @@ static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 	if (cli->json) {
 		json_t *j = gs_json_reclaim(rep);
 
+		if (cli->remote && cli->verbose)
+			add_remote_text(j, rep);
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		fputc('\n', stdout);
 		json_decref(j);
@@ -296,12 +322,12 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 		rc = GS_EXIT_DRIVER;
 		goto out_discover;
 	}
-	gs_cli_note_visibility(cli, &s);
 	if (r == -ENODEV) {
-		gs_err("no GPU information could be read (%s)", s.gpu_warning[0] ? s.gpu_warning : "no NVIDIA driver");
+		gs_cli_no_driver(cli, &s);
 		rc = GS_EXIT_DRIVER;
 		goto out_snapshot;
 	}
+	gs_cli_note_visibility(cli, &s);
 	r = gs_ptable_load(d.root.proc_fd, &pt);
 	if (r < 0) {
 		gs_err("cannot read the process table: %s", strerror(-r));

@@ -51,6 +51,46 @@ void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *
 	}
 }
 
+void gs_cli_no_driver(const struct gs_cli *cli, const struct gs_snapshot *s)
+{
+	/* One line: the reason NVML gave and where else gpuslate looked. */
+	gs_err("no NVIDIA GPU driver: %s; no GPU under %s", s->gpu_warning[0] ? s->gpu_warning : "NVML unusable",
+	       cli->nvidia_procfs ? cli->nvidia_procfs : "/proc/driver/nvidia");
+}
+
+/* The text forms of status (table, CSV, nvidia-smi queries, Prometheus) to
+ * f: stdout, or a buffer that a fleet controller gets in the JSON. */
+static int print_status_text(FILE *f, const struct gs_cli *cli, const struct gs_snapshot *s,
+			     const struct gs_gpuset *sel, char *err, size_t errlen)
+{
+	if (cli->csv) {
+		gs_print_status_csv(f, s, sel, !cli->gpus);
+	} else if (cli->query_gpu || cli->query_apps) {
+		int r = cli->query_gpu ? gs_print_smi_query_gpu(f, s, sel, cli->query_gpu, cli->format, err, errlen)
+				       : gs_print_smi_query_apps(f, s, sel, cli->query_apps, cli->format, err, errlen);
+
+		if (r < 0)
+			return r;
+	} else if (cli->prometheus) {
+		char pbuf[256], *last = NULL;
+
+		if (gs_read_file_at(AT_FDCWD, gs_last_reclaim_path(pbuf, sizeof(pbuf)), 4096, &last, NULL) < 0)
+			last = NULL;
+		gs_print_prometheus(f, s, sel, last);
+		free(last);
+	} else {
+		gs_print_status_table(f, s, sel, !cli->gpus);
+	}
+	return 0;
+}
+
+/* --remote with a text form asked for (a fleet's --query-gpu, --csv,
+ * --format prometheus or -v): the document carries the text as "output". */
+static bool remote_wants_text(const struct gs_cli *cli)
+{
+	return cli->remote && (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus || cli->verbose);
+}
+
 int gs_cmd_status(const struct gs_cli *cli)
 {
 	struct gs_discover d;
@@ -58,22 +98,25 @@ int gs_cmd_status(const struct gs_cli *cli)
 	struct gs_gpuset sel = { 0 };
 	char err[512];
 	int r, rc = GS_EXIT_CLEAN;
+	bool no_driver;
 
 	r = gs_cli_discover_open(cli, &d);
 	if (r)
 		return r;
 	/* A GPU query (the nvidia-smi compatible one) needs no holder scan. */
-	d.gpus_only = cli->query_gpu != NULL;
+	d.gpus_only = cli->query_gpu != NULL && !cli->remote; /* a fleet judges the holders too */
 	r = gs_discover_snapshot(&d, &s);
 	if (r < 0 && r != -ENODEV) {
 		gs_err("cannot read GPU state: %s", strerror(-r));
 		gs_discover_close(&d);
 		return GS_EXIT_DRIVER;
 	}
-	gs_cli_note_visibility(cli, &s);
-	if (r == -ENODEV) {
-		gs_err("no GPU information could be read (%s)", s.gpu_warning[0] ? s.gpu_warning : "no NVIDIA driver");
+	no_driver = r == -ENODEV;
+	if (no_driver) {
+		gs_cli_no_driver(cli, &s);
 		rc = GS_EXIT_DRIVER;
+	} else {
+		gs_cli_note_visibility(cli, &s);
 	}
 	if (gs_gpusel_resolve(cli->gpus, s.gpus, s.n_gpus, &sel, err, sizeof(err)) < 0) {
 		gs_err("%s", err);
@@ -85,27 +128,39 @@ int gs_cmd_status(const struct gs_cli *cli)
 	if (cli->json) {
 		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
 
+		if (remote_wants_text(cli) && !no_driver) {
+			char *text = NULL;
+			size_t len = 0;
+			FILE *mf = open_memstream(&text, &len);
+
+			r = mf ? print_status_text(mf, cli, &s, &sel, err, sizeof(err)) : -ENOMEM;
+			if (mf && fclose(mf) != 0 && r == 0)
+				r = -ENOMEM;
+			if (r == 0)
+				json_object_set_new(j, "output", json_stringn(text, len));
+			free(text);
+			if (r < 0) {
+				gs_err("%s", r == -ENOMEM ? "out of memory" : err);
+				json_decref(j);
+				gs_snapshot_free(&s);
+				gs_discover_close(&d);
+				return r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+			}
+		}
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 		fputc('\n', stdout);
 		json_decref(j);
-	} else if (cli->csv) {
-		gs_print_status_csv(stdout, &s, &sel, !cli->gpus);
-	} else if (cli->query_gpu || cli->query_apps) {
-		r = cli->query_gpu ? gs_print_smi_query_gpu(stdout, &s, &sel, cli->query_gpu, cli->format, err, sizeof(err))
-				   : gs_print_smi_query_apps(stdout, &s, &sel, cli->query_apps, cli->format, err, sizeof(err));
+	} else if (no_driver) {
+		/* Nothing to show but the error; Prometheus gets a valid
+		 * document that says so, for the textfile collector. */
+		if (cli->prometheus)
+			gs_print_prometheus_down(stdout);
+	} else {
+		r = print_status_text(stdout, cli, &s, &sel, err, sizeof(err));
 		if (r < 0) {
 			gs_err("%s", err);
 			rc = GS_EXIT_USAGE;
 		}
-	} else if (cli->prometheus) {
-		char pbuf[256], *last = NULL;
-
-		if (gs_read_file_at(AT_FDCWD, gs_last_reclaim_path(pbuf, sizeof(pbuf)), 4096, &last, NULL) < 0)
-			last = NULL;
-		gs_print_prometheus(stdout, &s, &sel, last);
-		free(last);
-	} else {
-		gs_print_status_table(stdout, &s, &sel, !cli->gpus);
 	}
 	gs_snapshot_free(&s);
 	gs_discover_close(&d);

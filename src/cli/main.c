@@ -40,14 +40,15 @@ static void usage(FILE *f)
 	fputs("Usage:\n"
 	      " gpuslate [options] status  [-g GPUS] [--json | --csv | --format prometheus]\n"
 	      " gpuslate [options] status  --query-gpu=FIELDS --format=csv[,noheader][,nounits]\n"
-	      " gpuslate [options] reclaim [-g GPUS] [selection] [-y] [--dry-run] [--grace SEC] [--timeout SEC] [--json]\n"
-	      " gpuslate [options] wait    [-g GPUS] [--timeout SEC] [--json]\n"
+	      " gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n"
+	      " gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n"
 	      "\n"
 	      "Find every process holding a GPU, stop each one the right way, wait until\n"
-	      "the memory is released and verify it.\n"
+	      "the memory is released and verify it. TIME is seconds (10, 0.5) or a\n"
+	      "duration with units: 90s, 2m, 500ms, 1m30s.\n"
 	      "\n"
 	      "Selection (reclaim):\n"
-	      " -g, --gpus GPUS          indices, ranges or UUIDs: 0,2-3 or GPU-a2983c1e\n"
+	      " -g, --gpus GPUS          indices, ranges or UUIDs: 0,2-3 or GPU-a2983c1e (repeatable)\n"
 	      " -u, --user USER          only processes of USER (repeatable)\n"
 	      "     --unit NAME          only processes of systemd unit NAME (repeatable)\n"
 	      "     --container ID       only processes of container ID (repeatable)\n"
@@ -58,19 +59,20 @@ static void usage(FILE *f)
 	      "Acting (reclaim):\n"
 	      " -y, --yes                act without asking\n"
 	      " -n, --dry-run            print the plan, change nothing\n"
-	      "     --grace SEC          SIGTERM to SIGKILL grace period (default 10)\n"
-	      "     --timeout SEC        wait for release at most SEC (default 60)\n"
+	      "     --grace TIME         SIGTERM to SIGKILL grace period (default 10s)\n"
+	      "     --timeout TIME       wait for release at most TIME (default 60s)\n"
 	      "     --tolerance MIB      memory above the baseline still counted clean (default 16)\n"
 	      "     --no-units           signal processes only, never stop systemd units\n"
 	      "     --reason TEXT        text for the report (e.g. a Slurm drain reason)\n"
 	      "\n"
 	      "Output:\n"
-	      "     --json               versioned JSON (docs/json.md)\n"
+	      "     --json               versioned JSON (gpuslate(1), /usr/share/doc/gpuslate/json.md)\n"
 	      "     --csv                CSV\n"
 	      "     --query-gpu FIELDS   nvidia-smi compatible query (with --format)\n"
 	      "     --query-compute-apps FIELDS\n"
 	      "     --format FMT         csv[,noheader][,nounits] or prometheus\n"
 	      " -q, --quiet              no progress or notes on stderr\n"
+	      " -v, --verbose            with -w: every host's full plan and report\n"
 	      "\n"
 	      "Fleet:\n"
 	      " -w, --hosts LIST         run on hosts (gpu[01-16],pve1, @group, - for stdin)\n"
@@ -79,12 +81,15 @@ static void usage(FILE *f)
 	      "     --hosts-file FILE    inventory (default ~/.config/gpuslate/hosts, /etc/gpuslate/hosts)\n"
 	      "     --ssh CMD            ssh command and options (env GPUSLATE_SSH)\n"
 	      "     --remote-cmd CMD     gpuslate on the remote hosts (default gpuslate)\n"
-	      "     --connect-timeout SEC  (default 10)\n"
-	      "     --command-timeout SEC  (default: --timeout + grace + 60)\n"
+	      "     --connect-timeout TIME  (default 10s)\n"
+	      "     --command-timeout TIME  (default: --timeout + 2 x --grace + 60s)\n"
 	      "\n"
 	      "Where to look:\n"
 	      "     --nvml-lib PATH      NVML library (env GPUSLATE_NVML_LIB)\n"
+	      "     --nvml-timeout TIME  deadline of every NVML call (default 5s)\n"
+	      "     --no-nvml            no NVML: holders from the scan, no memory figures\n"
 	      "     --dev-root DIR       device nodes directory (env GPUSLATE_DEV_ROOT)\n"
+	      "     --proc-root DIR      read this copy of /proc (status, reclaim --dry-run)\n"
 	      "\n"
 	      " -h, --help               this help\n"
 	      " -V, --version            version\n"
@@ -136,8 +141,55 @@ static int add_multi(const char **arr, size_t *n, const char *v, const char *wha
 
 static int parse_secs(const char *opt, const char *v, uint64_t *ret)
 {
-	if (gs_parse_seconds(v, ret) < 0) {
-		gs_err("invalid %s '%s': expected seconds, e.g. 10 or 0.5", opt, v);
+	int r = gs_parse_duration(v, ret);
+
+	if (r < 0) {
+		gs_err("invalid %s '%s': %s", opt, v,
+		       r == -ERANGE ? "longer than 7 days" : "expected a duration, e.g. 10, 0.5, 90s, 2m or 500ms");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Repeated -g: the lists add up, as repeated -u do ("-g 0 -g 2" is "0,2"). */
+static int add_gpus(struct gs_cli *cli, const char *v)
+{
+	static char joined[4096];
+	size_t have = cli->gpus ? strlen(cli->gpus) : 0;
+
+	if (!cli->gpus) {
+		cli->gpus = v;
+		return 0;
+	}
+	if (have + 1 + strlen(v) + 1 > sizeof(joined)) {
+		gs_err("-g: GPU list too long");
+		return -E2BIG;
+	}
+	if (cli->gpus != joined)
+		memcpy(joined, cli->gpus, have + 1);
+	joined[have] = ',';
+	memcpy(joined + have + 1, v, strlen(v) + 1);
+	cli->gpus = joined;
+	return 0;
+}
+
+/* --include names a protected daemon to stop; any other name would be a
+ * silent no-op (every other holder is a target already). */
+static int check_includes(const struct gs_cli *cli)
+{
+	for (size_t i = 0; i < cli->n_includes; i++) {
+		char names[512];
+		size_t off = 0;
+
+		if (gs_is_protected_name(cli->includes[i], cli->includes[i]))
+			continue;
+		names[0] = '\0';
+		for (size_t k = 0; gs_protected_name(k) && off + 40 < sizeof(names); k++)
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", k ? ", " : "",
+						gs_protected_name(k));
+		gs_err("--include '%s': not a protected daemon; --include takes one of: %s "
+		       "(other holders are targets already; narrow with -u, --unit, --container or --match)",
+		       cli->includes[i], names);
 		return -EINVAL;
 	}
 	return 0;
@@ -146,7 +198,10 @@ static int parse_secs(const char *opt, const char *v, uint64_t *ret)
 static int parse_args(int argc, char **argv, struct gs_cli *cli)
 {
 	unsigned used[0x200] = { 0 };
-	int c, r = 0;
+	/* How each option was written (-n or --dry-run), for messages. */
+	const char *spelled[0x200] = { 0 };
+	char short_spelled[0x80][3];
+	int c, r = 0, longindex = -1;
 
 	cli->grace_ms = 10000;
 	cli->timeout_ms = 60000;
@@ -159,13 +214,21 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 	cli->ssh_cmd = getenv("GPUSLATE_SSH");
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", gs_cli_long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":g:u:ynqvw:x:f:hV", gs_cli_long_opts, &longindex)) != -1) {
 		uint32_t u32;
 
-		if (c > 0 && c < (int)GS_ARRAY_SIZE(used))
+		if (c > 0 && c < (int)GS_ARRAY_SIZE(used)) {
 			used[c]++;
+			if (longindex >= 0) {
+				spelled[c] = gs_cli_long_opts[longindex].name;
+			} else if (c < 0x80) {
+				snprintf(short_spelled[c], sizeof(short_spelled[c]), "-%c", c);
+				spelled[c] = short_spelled[c];
+			}
+		}
+		longindex = -1;
 		switch (c) {
-		case 'g': cli->gpus = optarg; break;
+		case 'g': r = add_gpus(cli, optarg); break;
 		case 'u': r = add_multi(cli->users, &cli->n_users, optarg, "--user"); break;
 		case OPT_UNIT: r = add_multi(cli->units, &cli->n_units, optarg, "--unit"); break;
 		case OPT_CONTAINER: r = add_multi(cli->containers, &cli->n_containers, optarg, "--container"); break;
@@ -194,6 +257,7 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 				cli->prometheus = true;
 			break;
 		case 'q': cli->quiet = true; break;
+		case 'v': cli->verbose = true; break;
 		case 'w': r = add_multi(cli->hosts, &cli->n_hosts, optarg, "-w"); break;
 		case 'x': r = add_multi(cli->excludes, &cli->n_excludes, optarg, "-x"); break;
 		case 'f':
@@ -269,13 +333,19 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 	}
 	for (int o = 1; o < (int)GS_ARRAY_SIZE(used); o++)
 		if (used[o] && !(option_commands(o) & (1u << cli->cmd))) {
-			if (o < 0x80)
-				gs_err("option -%c is not valid for '%s'", o, cli->cmd_name);
+			/* Named as the user wrote it: `wait --dry-run` is told
+			 * about --dry-run, not -n. */
+			if (spelled[o] && spelled[o][0] == '-')
+				gs_err("option %s is not valid for '%s'", spelled[o], cli->cmd_name);
 			else
-				gs_err("option --%s is not valid for '%s'", option_name(o), cli->cmd_name);
+				gs_err("option --%s is not valid for '%s'", spelled[o] ? spelled[o] : option_name(o),
+				       cli->cmd_name);
 			return -EINVAL;
 		}
-	if (cli->json + cli->csv + (cli->query_gpu || cli->query_apps) + cli->prometheus > 1) {
+	if (check_includes(cli) < 0)
+		return -EINVAL;
+	/* --remote implies JSON; a text form asked for travels inside it. */
+	if ((cli->json && !cli->remote) + cli->csv + (cli->query_gpu || cli->query_apps) + cli->prometheus > 1) {
 		gs_err("choose one output: --json, --csv, --query-gpu/--query-compute-apps or --format prometheus");
 		return -EINVAL;
 	}

@@ -26,6 +26,7 @@ const struct option gs_cli_long_opts[] = {
 	{ "query-compute-apps", required_argument, NULL, OPT_QUERY_APPS },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "hosts", required_argument, NULL, 'w' },
 	{ "exclude", required_argument, NULL, 'x' },
 	{ "fanout", required_argument, NULL, 'f' },

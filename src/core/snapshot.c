@@ -43,6 +43,11 @@ bool gs_is_protected_name(const char *comm, const char *argv0_name)
 	return false;
 }
 
+const char *gs_protected_name(size_t i)
+{
+	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
+}
+
 const char *gs_role_str(enum gs_role r)
 {
 	switch (r) {

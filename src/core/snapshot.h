@@ -127,6 +127,8 @@ const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid)
 
 /* True if name (comm or argv[0] basename) is one of the protected daemons. */
 bool gs_is_protected_name(const char *comm, const char *argv0_name);
+/* The i-th protected daemon name, NULL past the last (for messages). */
+const char *gs_protected_name(size_t i);
 
 const char *gs_role_str(enum gs_role r);
 

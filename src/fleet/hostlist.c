@@ -317,14 +317,10 @@ static int parse_ranges(const char *t, size_t len, const char *el, size_t ellen,
 
 			for (v = 0, k = 0; k < hi_len; k++)
 				v = v * 10 + (uint64_t)(hi[k] - '0');
+			/* The upper bound's own width does not count: Slurm
+			 * (scontrol show hostnames) and pdsh expand n[1-010]
+			 * to n1..n10 and n[01-001] to n01. */
 			rg->hi = v;
-			/* A padded upper bound must agree with the lower one:
-			 * [1-010] or [01-001] have no single meaning. */
-			if (hi_len > 1 && hi[0] == '0' && hi_len != lo_len) {
-				gs_seterr(err, errlen, "inconsistent widths in range '%s' in '%s'",
-				       show(ib, sizeof(ib), item, i - s), show(sb, sizeof(sb), el, ellen));
-				return -EINVAL;
-			}
 		}
 		if (rg->lo > rg->hi) {
 			gs_seterr(err, errlen, "reversed range '%s' in '%s'", show(ib, sizeof(ib), item, i - s),
@@ -533,7 +529,7 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 	struct gs_hostlist tmp = GS_HOSTLIST_INIT;
 	const char *p = expr;
 	size_t total = 0;
-	bool need = false, any = false;
+
 	char sb[80];
 	int r = 0;
 
@@ -553,13 +549,8 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 				while (*p && *p != '\n')
 					p++;
 			} else if (*p == ',') {
-				if (!any || need) {
-					gs_seterr(err, errlen, "empty element in host list '%s'",
-					       show(sb, sizeof(sb), expr, strlen(expr)));
-					r = -EINVAL;
-					goto out;
-				}
-				need = true;
+				/* Empty elements (n[1-2],,n3, a trailing ',') are
+				 * skipped, as Slurm and pdsh skip them. */
 				p++;
 			} else {
 				break;
@@ -579,8 +570,6 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 			else if (depth <= 0 && (*p == ',' || is_space(*p)))
 				break;
 		}
-		need = false;
-		any = true;
 		if (*start == '@') {
 			size_t before = tmp.n, glen = (size_t)(p - start - 1);
 			char gname[GS_USERNAME_MAX + 1];
@@ -616,11 +605,6 @@ int gs_hostlist_append_ex(struct gs_hostlist *l, const char *expr, gs_hostlist_r
 			if (r < 0)
 				goto out;
 		}
-	}
-	if (need) {
-		gs_seterr(err, errlen, "trailing ',' in host list '%s'", show(sb, sizeof(sb), expr, strlen(expr)));
-		r = -EINVAL;
-		goto out;
 	}
 	r = gs_hostlist_merge(l, &tmp);
 	if (r == -E2BIG)

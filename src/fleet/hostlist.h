@@ -1,13 +1,15 @@
 /* Host list expressions in the Slurm/pdsh syntax, for -w and -x.
  *
  *   gpu[01-16,20]            ranges and single numbers; zero padding is kept:
- *                            a lower bound written with a leading zero sets the
- *                            width (gpu[08-10] -> gpu08 gpu09 gpu10), as in Slurm
+ *                            the lower bound's digits set the width, the upper
+ *                            bound's do not, as Slurm and pdsh expand them
+ *                            (gpu[08-10] -> gpu08 gpu09 gpu10; n[1-010] -> n1..n10)
  *   rack[1-2]-gpu[01-02]     several bracket groups: cartesian product, the last
  *                            group varying fastest
  *   root@gpu[1-2],login1     comma lists at top level (commas inside brackets
  *                            belong to the range); a user@ prefix stays with every
- *                            host expanded from that element
+ *                            host expanded from that element; empty elements
+ *                            (n1,,n2 or a trailing ',') are skipped
  *   "gpu1 gpu2\ngpu3"        whitespace and newlines separate too (-w - reads
  *                            standard input); '#' starts a comment to end of line
  *   @tuning                  a group reference, resolved by a caller-supplied

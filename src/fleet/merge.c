@@ -72,6 +72,38 @@ char *gs_sanitize(const char *s, size_t len, size_t max)
 	return q;
 }
 
+/* Remote text for a JSON string: line breaks and tabs stay (JSON escapes
+ * them), other control bytes become \xNN as in gs_sanitize, UTF-8 stays.
+ * NULL when the bytes are not UTF-8 (the caller falls back to the
+ * sanitized text) or on allocation failure. */
+static json_t *json_lines(const char *s, size_t len, size_t max)
+{
+	size_t n = len < max ? len : max, o = 0;
+	char *q = malloc(n * 4 + 4);
+	json_t *j;
+
+	if (!q)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c != 0x7f) {
+			q[o++] = (char)c;
+		} else if (c == '\n' || c == '\t') {
+			q[o++] = (char)c;
+		} else {
+			snprintf(q + o, 5, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	if (len > max)
+		for (int k = 0; k < 3; k++)
+			q[o++] = '.';
+	j = json_stringn(q, o);
+	free(q);
+	return j;
+}
+
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xasprintf(const char *fmt, ...)
 {
@@ -443,6 +475,11 @@ int gs_host_result_make(struct gs_host_result *r, const char *host, const struct
 		r->stderr_text = gs_sanitize(o->err, o->err_len, GS_STDERR_BYTES);
 		if (!r->stderr_text)
 			return -ENOMEM;
+		r->stderr_json = json_lines(o->err, o->err_len, GS_STDERR_BYTES);
+		if (!r->stderr_json)
+			r->stderr_json = json_string(r->stderr_text);
+		if (!r->stderr_json)
+			return -ENOMEM;
 	}
 	switch (o->state) {
 	case GS_RUN_NOT_STARTED:
@@ -499,6 +536,8 @@ void gs_host_result_free(struct gs_host_result *r)
 	free(r->error);
 	free(r->line);
 	free(r->stderr_text);
+	json_decref(r->stderr_json);
+	r->stderr_json = NULL;
 	json_decref(r->report);
 	r->error = r->line = r->stderr_text = NULL;
 	r->report = NULL;
@@ -592,6 +631,46 @@ int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrup
 	return 0;
 }
 
+int gs_fleet_render_prefixed(const struct gs_host_result *r, size_t n, char **ret)
+{
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int rc = 0;
+
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *out = r[i].report ? json_object_get(r[i].report, "output") : NULL;
+		const char *p = json_string_value(out);
+		size_t left = json_string_length(out);
+
+		while (p && left) {
+			const char *nl = memchr(p, '\n', left);
+			size_t ll = nl ? (size_t)(nl - p) : left;
+			/* Remote text: control bytes never reach the terminal raw. */
+			char *safe = gs_sanitize(p, ll, ll);
+
+			if (!safe) {
+				rc = -ENOMEM;
+				break;
+			}
+			fprintf(f, "%s: %s\n", r[i].host, safe);
+			free(safe);
+			p += ll + (nl ? 1 : 0);
+			left -= ll + (nl ? 1 : 0);
+		}
+	}
+	if (fclose(f) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*ret = text;
+	return 0;
+}
+
 json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *command, bool interrupted)
 {
 	json_t *j = json_object(), *hosts = json_array(), *sj = json_object();
@@ -614,7 +693,7 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 		json_object_set_new(h, "summary", r[i].line ? json_string(r[i].line) : json_null());
 		json_object_set_new(h, "exit_status", r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
 		json_object_set_new(h, "elapsed_s", json_real(r[i].elapsed_ms / 1000.0));
-		json_object_set_new(h, "stderr", r[i].stderr_text ? json_string(r[i].stderr_text) : json_null());
+		json_object_set(h, "stderr", r[i].stderr_json ? r[i].stderr_json : json_null());
 		json_object_set(h, "report", r[i].report ? r[i].report : json_null());
 		json_array_append_new(hosts, h);
 	}

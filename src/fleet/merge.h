@@ -48,6 +48,7 @@ struct gs_host_result {
 	char *line;                   /* "clean, 8 GPUs, 0 MiB" ...; NULL for failures */
 	json_t *report;               /* the host's own document (a reference); NULL for failures */
 	char *stderr_text;            /* the remote side's stderr, sanitized; NULL if empty */
+	json_t *stderr_json;          /* the same for JSON: lines kept, control bytes escaped */
 	int exit_code;
 	uint64_t elapsed_ms;
 };
@@ -80,6 +81,12 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s);
 /* The human report: folded results, then failures per host, then a summary
  * line. *ret is malloc'd. */
 int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret);
+/* Each host's own text (the "output" its document carries: an nvidia-smi
+ * query, CSV, Prometheus, or with -v its plan and report), every line
+ * prefixed "HOST: " as clush and dshbak show pdsh output, hosts in list
+ * order. Hosts without output (failures) add nothing. *ret is malloc'd. */
+int gs_fleet_render_prefixed(const struct gs_host_result *r, size_t n, char **ret);
+
 /* The JSON report: {schema_version, tool, version, command, interrupted,
  * hosts: [{host, ok, verdict, failure, error, exit_status, elapsed_s,
  * stderr, report}], summary}. New reference. */

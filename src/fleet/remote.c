@@ -205,6 +205,20 @@ int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errl
 		r = strv_add(&s, "--no-nvml");
 	if (!r && cli->nvml_timeout_ms)
 		r = add_secs(&s, "--nvml-timeout", cli->nvml_timeout_ms);
+	/* The text forms travel inside the JSON document ("output"); the
+	 * controller prefixes each line with the host. */
+	if (!r && cli->verbose && !cli->json)
+		r = strv_add(&s, "--verbose");
+	if (cli->cmd == GS_CMD_STATUS) {
+		if (!r && cli->csv)
+			r = strv_add(&s, "--csv");
+		if (!r && cli->query_gpu)
+			r = add_opt(&s, "--query-gpu", cli->query_gpu);
+		if (!r && cli->query_apps)
+			r = add_opt(&s, "--query-compute-apps", cli->query_apps);
+		if (!r && cli->format)
+			r = add_opt(&s, "--format", cli->format);
+	}
 	if (acts) {
 		for (size_t i = 0; !r && i < cli->n_users; i++)
 			r = add_opt(&s, "--user", cli->users[i]);

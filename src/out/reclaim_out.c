@@ -8,14 +8,7 @@
 
 static void gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len)
 {
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (size_t g = 0; g < s->n_gpus && off + 8 < len; g++)
-		if (gs_gpuset_has(set, (unsigned)g))
-			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "", s->gpus[g].index);
-	if (!off)
-		snprintf(buf, len, "-");
+	gs_gpus_text(s, set, buf, len);
 }
 
 static void action_text(const struct gs_plan *p, const struct gs_target *t, char *buf, size_t len)
@@ -58,12 +51,35 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 	if (!p->n_targets) {
 		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
 	} else {
-		fprintf(f, "Will stop:\n");
-		fprintf(f, "  %8s  %-10s %-20s %-6s %10s  %-26s %s\n", "PID", "USER", "COMMAND", "GPUS", "GPU-MEM", "OWNER", "ACTION");
+		size_t ow = 5, aw = 6, cw;
+
+		/* As the status table: owner and action in full, the command in
+		 * what is left of 100 columns (at least 16), cut in the middle. */
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[64];
+			char owner[320], act[320];
+
+			if (h && h->info_ok) {
+				gs_owner_format(&h->info.owner, owner, sizeof(owner));
+				if (strlen(owner) > ow)
+					ow = strlen(owner);
+			}
+			action_text(p, t, act, sizeof(act));
+			if (strlen(act) > aw)
+				aw = strlen(act);
+		}
+		if (ow > GS_TABLE_OWNER_MAX)
+			ow = GS_TABLE_OWNER_MAX;
+		/* 41: indent, PID, user, GPUs, memory and the gaps */
+		cw = ow + aw + 41 + 16 < GS_TABLE_WIDTH ? GS_TABLE_WIDTH - 41 - ow - aw : 16;
+		fprintf(f, "Will stop:\n");
+		fprintf(f, "  %7s %-8s %-*s %-7s %10s %-*s %s\n", "PID", "USER", (int)cw, "COMMAND", "GPUS", "GPU-MEM",
+			(int)ow, "OWNER", "ACTION");
+		for (size_t i = 0; i < p->n_targets; i++) {
+			const struct gs_target *t = &p->targets[i];
+			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[512], shown[128];
 
 			if (h) {
 				gpus_of(s, &h->gpus, tg, sizeof(tg));
@@ -75,10 +91,10 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				gs_command_display(&h->info, cmd, sizeof(cmd));
 			else
 				gs_strlcpy(cmd, t->comm, sizeof(cmd));
+			gs_fit_middle(cmd, cw, shown, sizeof(shown));
 			action_text(p, t, act, sizeof(act));
-			fprintf(f, "  %8d  %-10.10s %-20.20s %-6s %10s  %-26.26s %s\n", (int)t->pid,
-				h && h->info_ok ? h->info.user : "-",
-				cmd, tg, m, owner, act);
+			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
+				h && h->info_ok ? h->info.user : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
 		}
 	}
 	if (p->n_left) {
@@ -99,9 +115,9 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 					off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%s%d",
 								k ? "," : "; its memory is held by ", (int)heirs[k]);
 			}
-			fprintf(f, "  %8d  %-10.10s %-20.20s %-6s %10s  %s%s\n", (int)l->pid,
-				h->info_ok ? h->info.user : "-", h->info_ok ? h->info.name : "(gone)", tg, m,
-				gs_leave_str(l->why), extra);
+			fprintf(f, "  %7d %-8.8s %-20.20s %-7s %10s %s%s\n", (int)l->pid,
+				h->alive && h->info_ok ? h->info.user : "-",
+				h->alive && h->info_ok ? h->info.name : GS_GONE, tg, m, gs_leave_str(l->why), extra);
 		}
 	}
 }

@@ -18,6 +18,29 @@ void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len)
 	snprintf(buf, len, "%s%s", in->name, sp ? sp : "");
 }
 
+void gs_fit_middle(const char *s, size_t width, char *buf, size_t len)
+{
+	size_t n = strlen(s), head, tail;
+
+	if (!len)
+		return;
+	if (width >= len)
+		width = len - 1;
+	if (n <= width) {
+		snprintf(buf, len, "%s", s);
+		return;
+	}
+	if (width < 5) {
+		snprintf(buf, len, "%.*s", (int)width, s);
+		return;
+	}
+	/* The program and its first arguments say what it is, the last ones
+	 * often which model or port: keep both ends. */
+	head = (width - 3 + 1) / 2;
+	tail = width - 3 - head;
+	snprintf(buf, len, "%.*s...%s", (int)head, s, s + n - tail);
+}
+
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all)
 {
 	if (sel_all)
@@ -175,23 +198,59 @@ static void fmt_mib(char *buf, size_t len, bool known, uint64_t bytes)
 		snprintf(buf, len, "-");
 }
 
-static void gpus_list(const struct gs_holder *h, const struct gs_snapshot *s, char *buf, size_t len)
+void gs_gpus_text(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len)
 {
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (size_t g = 0; g < s->n_gpus && off + 8 < len; g++)
-		if (gs_gpuset_has(&h->gpus, (unsigned)g))
+	/* Runs of consecutive indices as ranges: a tensor-parallel process on
+	 * eight GPUs reads "0-7", not a column-breaking list. */
+	for (size_t g = 0; g < s->n_gpus && off + 24 < len; g++) {
+		size_t e = g;
+
+		if (!gs_gpuset_has(set, (unsigned)g))
+			continue;
+		while (e + 1 < s->n_gpus && gs_gpuset_has(set, (unsigned)(e + 1)) &&
+		       s->gpus[e + 1].index == s->gpus[e].index + 1)
+			e++;
+		if (e >= g + 2) {
+			off += (size_t)snprintf(buf + off, len - off, "%s%u-%u", off ? "," : "", s->gpus[g].index,
+						s->gpus[e].index);
+			g = e;
+		} else {
 			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "", s->gpus[g].index);
+		}
+	}
 	if (!off)
 		snprintf(buf, len, "-");
+}
+
+static void gpus_list(const struct gs_holder *h, const struct gs_snapshot *s, char *buf, size_t len)
+{
+	gs_gpus_text(s, &h->gpus, buf, len);
+}
+
+/* The OWNER column of a PID that NVML lists but that is gone (the COMMAND
+ * column says "(gone)"): who keeps its memory, the fork case. */
+static void gone_owner(const struct gs_snapshot *s, const struct gs_holder *h, char *buf, size_t len)
+{
+	pid_t heirs[16];
+	size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs)), off;
+
+	if (!n) {
+		snprintf(buf, len, "listed by NVML");
+		return;
+	}
+	off = (size_t)snprintf(buf, len, "memory held by");
+	for (size_t k = 0; k < n && off + 16 < len; k++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%d", k ? "," : " ", (int)heirs[k]);
 }
 
 void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
 {
 	size_t shown = 0;
 
-	fprintf(f, "%-4s %-22s %-40s %10s %10s %11s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL", "HOLDERS");
+	fprintf(f, "%-3s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL", "HOLDERS");
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
 		char used[32], res[32], tot[32];
@@ -201,50 +260,68 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 		fmt_mib(used, sizeof(used), gp->mem_known, gp->mem_used);
 		fmt_mib(res, sizeof(res), gp->mem_known && gp->mem_v2, gp->mem_reserved);
 		fmt_mib(tot, sizeof(tot), gp->mem_known, gp->mem_total);
-		fprintf(f, "%-4u %-22.22s %-40.40s %10s %10s %11s %7zu\n", gp->index, gp->name,
+		fprintf(f, "%-3u %-15.15s %-40.40s %10s %9s %10s %7zu\n", gp->index, gp->name,
 			gp->uuid[0] ? gp->uuid : "-", used, res, tot, gpu_holder_count(s, g));
 	}
 	if (s->n_gpus == 0)
 		fprintf(f, "(no GPUs found)\n");
 
-	fprintf(f, "\n%8s  %-10s %-24s %-6s %10s  %-9s  %s\n", "PID", "USER", "COMMAND", "GPUS", "GPU-MEM", "ROLE", "OWNER");
-	for (size_t i = 0; i < s->n_holders; i++) {
-		const struct gs_holder *h = &s->holders[i];
-		char gl[64], mem[32], owner[320], cmd[64], pidtxt[32];
+	/* 100 columns: the owner in full (it decides how a holder is stopped),
+	 * the command in what is left, cut in the middle. */
+	{
+		size_t ow = 5, cw;
 
-		if (!gs_holder_in_selection(h, sel, sel_all))
-			continue;
-		shown++;
-		gpus_list(h, s, gl, sizeof(gl));
-		fmt_mib(mem, sizeof(mem), h->mem_known, h->mem_used);
-		if (h->info_ok && h->info.status.has_nspid && h->info.status.nspid != h->pid)
-			snprintf(pidtxt, sizeof(pidtxt), "%d(%d)", (int)h->pid, (int)h->info.status.nspid);
-		else
-			snprintf(pidtxt, sizeof(pidtxt), "%d", (int)h->pid);
-		if (!h->alive) {
-			pid_t heirs[16];
-			size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
-			size_t off = (size_t)snprintf(owner, sizeof(owner), "no such process (listed by NVML)");
+		for (size_t i = 0; i < s->n_holders; i++) {
+			const struct gs_holder *h = &s->holders[i];
+			char owner[320];
 
-			for (size_t k = 0; k < n && off + 16 < sizeof(owner); k++)
-				off += (size_t)snprintf(owner + off, sizeof(owner) - off, "%s%d",
-							k ? "," : "; memory held by ", (int)heirs[k]);
-			fprintf(f, "%8s  %-10s %-24s %-6s %10s  %-9s  %s\n", pidtxt, "-", "(gone)", gl, mem,
-				gs_role_str(h->role), owner);
-			continue;
+			if (!gs_holder_in_selection(h, sel, sel_all) || (h->alive && !h->info_ok))
+				continue;
+			if (h->alive)
+				gs_owner_format(&h->info.owner, owner, sizeof(owner));
+			else
+				gone_owner(s, h, owner, sizeof(owner));
+			if (strlen(owner) > ow)
+				ow = strlen(owner);
 		}
-		if (h->info_ok) {
-			gs_owner_format(&h->info.owner, owner, sizeof(owner));
-			gs_command_display(&h->info, cmd, sizeof(cmd));
-		} else {
-			snprintf(owner, sizeof(owner), "?");
-			snprintf(cmd, sizeof(cmd), "?");
+		if (ow > GS_TABLE_OWNER_MAX)
+			ow = GS_TABLE_OWNER_MAX;
+		cw = GS_TABLE_WIDTH - GS_TABLE_FIXED - ow;
+		fprintf(f, "\n%7s %-8s %-*s %-7s %10s %-9s %s\n", "PID", "USER", (int)cw, "COMMAND", "GPUS", "GPU-MEM",
+			"ROLE", "OWNER");
+		for (size_t i = 0; i < s->n_holders; i++) {
+			const struct gs_holder *h = &s->holders[i];
+			char gl[64], mem[32], owner[320], cmd[512], shown_cmd[128], pidtxt[32];
+
+			if (!gs_holder_in_selection(h, sel, sel_all))
+				continue;
+			shown++;
+			gpus_list(h, s, gl, sizeof(gl));
+			fmt_mib(mem, sizeof(mem), h->mem_known, h->mem_used);
+			if (h->info_ok && h->info.status.has_nspid && h->info.status.nspid != h->pid)
+				snprintf(pidtxt, sizeof(pidtxt), "%d(%d)", (int)h->pid, (int)h->info.status.nspid);
+			else
+				snprintf(pidtxt, sizeof(pidtxt), "%d", (int)h->pid);
+			if (!h->alive) {
+				gone_owner(s, h, owner, sizeof(owner));
+				fprintf(f, "%7s %-8s %-*s %-7s %10s %-9s %s\n", pidtxt, "-", (int)cw, GS_GONE, gl, mem,
+					gs_role_str(h->role), owner);
+				continue;
+			}
+			if (h->info_ok) {
+				gs_owner_format(&h->info.owner, owner, sizeof(owner));
+				gs_command_display(&h->info, cmd, sizeof(cmd));
+			} else {
+				snprintf(owner, sizeof(owner), "?");
+				snprintf(cmd, sizeof(cmd), "?");
+			}
+			gs_fit_middle(cmd, cw, shown_cmd, sizeof(shown_cmd));
+			fprintf(f, "%7s %-8.8s %-*s %-7s %10s %-9s %s\n", pidtxt, h->info_ok ? h->info.user : "?", (int)cw,
+				shown_cmd, gl, mem, gs_role_str(h->role), owner);
 		}
-		fprintf(f, "%8s  %-10.10s %-24.24s %-6s %10s  %-9s  %s\n", pidtxt,
-			h->info_ok ? h->info.user : "?", cmd, gl, mem, gs_role_str(h->role), owner);
 	}
 	if (!shown)
-		fprintf(f, "%8s  (no processes hold the selected GPUs)\n", "");
+		fprintf(f, "%7s (no processes hold the selected GPUs)\n", "");
 }
 
 void gs_csv_field(FILE *f, const char *s)
@@ -289,13 +366,20 @@ void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_g
 
 		if (!gs_holder_in_selection(h, sel, sel_all))
 			continue;
-		gpus_list(h, s, gl, sizeof(gl));
-		if (!strcmp(gl, "-"))
+		{
+			/* CSV keeps the plain list ("0,1,2"): scripts split it. */
+			size_t off = 0;
+
 			gl[0] = '\0';
+			for (size_t g = 0; g < s->n_gpus && off + 8 < sizeof(gl); g++)
+				if (gs_gpuset_has(&h->gpus, (unsigned)g))
+					off += (size_t)snprintf(gl + off, sizeof(gl) - off, "%s%u", off ? "," : "",
+								s->gpus[g].index);
+		}
 		fprintf(f, "%d,%s,", (int)h->pid, h->alive ? "true" : "false");
 		gs_csv_field(f, h->info_ok ? h->info.user : "");
 		fputc(',', f);
-		gs_csv_field(f, h->info_ok ? h->info.st.comm : "");
+		gs_csv_field(f, !h->alive ? GS_GONE : h->info_ok ? h->info.st.comm : "");
 		fputc(',', f);
 		gs_csv_field(f, gl);
 		if (h->mem_known)
@@ -443,6 +527,16 @@ static int smi_begin(FILE *f, const char *fields, const char *format, bool gpu, 
 	return 0;
 }
 
+int gs_smi_query_check(const char *fields, const char *format, bool gpu, char *err, size_t errlen)
+{
+	const struct smi_field_def *defs[64];
+	struct smi_format fmt;
+	size_t n;
+	int r = parse_smi_format(format, &fmt, err, errlen);
+
+	return r < 0 ? r : parse_smi_fields(fields, gpu, defs, GS_ARRAY_SIZE(defs), &n, err, errlen);
+}
+
 static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format *fmt)
 {
 	if (!known)
@@ -531,7 +625,14 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 			switch (defs[i]->f) {
 			case F_PID: fprintf(f, "%d", (int)e->pid); break;
 			case F_PROCESS_NAME:
-				fputs(info ? (h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm) : "[Not Found]", f);
+				/* nvidia-smi names a process by its argv[0] (the
+				 * path it was started with), not its arguments. */
+				if (!info)
+					fputs("[Not Found]", f);
+				else if (h->info.argv0_len)
+					fwrite(h->info.cmdline, 1, h->info.argv0_len, f);
+				else
+					fputs(h->info.st.comm, f);
 				break;
 			case F_GPU_NAME: fputs(gp->name, f); break;
 			case F_GPU_UUID: fputs(gp->uuid, f); break;
@@ -559,10 +660,23 @@ static void prom_label(FILE *f, const char *s)
 	}
 }
 
+static void prom_up(FILE *f, int up)
+{
+	fprintf(f, "# HELP gpuslate_up 1 if gpuslate could read the GPUs, 0 if not (no driver, NVML failed).\n"
+		   "# TYPE gpuslate_up gauge\n"
+		   "gpuslate_up %d\n", up);
+}
+
+void gs_print_prometheus_down(FILE *f)
+{
+	prom_up(f, 0);
+}
+
 void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim)
 {
 	static const enum gs_role roles[] = { GS_ROLE_COMPUTE, GS_ROLE_CLIENT, GS_ROLE_PROTECTED };
 
+	prom_up(f, 1);
 	fputs("# HELP gpuslate_gpu_memory_used_bytes GPU memory allocated (NVML v2 used, without the driver's reservation).\n"
 	      "# TYPE gpuslate_gpu_memory_used_bytes gauge\n", f);
 	for (size_t g = 0; g < s->n_gpus; g++) {

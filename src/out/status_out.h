@@ -13,6 +13,23 @@
 
 #define GS_SCHEMA_VERSION 1
 
+/* How a process that no longer exists (a PID NVML still lists) reads in
+ * every text view: status, reclaim, CSV. */
+#define GS_GONE "(gone)"
+
+/* The holder tables fit GS_TABLE_WIDTH columns: GS_TABLE_FIXED for PID,
+ * user, GPUs, memory and role with their gaps, the owner up to
+ * GS_TABLE_OWNER_MAX, the command the rest. */
+#define GS_TABLE_WIDTH 100
+#define GS_TABLE_FIXED 47
+#define GS_TABLE_OWNER_MAX 40
+
+/* The GPU indices of set, runs as ranges: "0-3,6"; "-" for none. */
+void gs_gpus_text(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len);
+
+/* s in at most width columns; a longer s keeps both ends around "...". */
+void gs_fit_middle(const char *s, size_t width, char *buf, size_t len);
+
 /* Does holder h concern the selection (holds a selected GPU)? Holders that
  * hold no known GPU (only nvidiactl/uvm) are shown when everything is selected. */
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all);
@@ -40,10 +57,16 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			    const char *fields, const char *format, char *err, size_t errlen);
 
+/* Check a query's fields and format without printing (a fleet checks them
+ * before contacting any host). gpu: --query-gpu, else --query-compute-apps. */
+int gs_smi_query_check(const char *fields, const char *format, bool gpu, char *err, size_t errlen);
+
 /* Prometheus text format for node_exporter's textfile collector. */
 /* last_reclaim: the text of the last reclaim's state file
  * ("<unix time> <exit status> <verdict>"), or NULL. */
 void gs_print_prometheus(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, const char *last_reclaim);
+/* The whole document when the GPUs could not be read: gpuslate_up 0. */
+void gs_print_prometheus_down(FILE *f);
 
 /* Escape a field for CSV (RFC 4180 quoting when needed). */
 void gs_csv_field(FILE *f, const char *s);

@@ -243,6 +243,7 @@ static void fill_cmdline(struct gs_procinfo *pi, const char *buf, size_t len)
 
 	argv0 = buf;
 	a0len = strnlen(buf, len);
+	pi->argv0_len = a0len < o ? a0len : o;
 	slash = a0len ? memrchr(argv0, '/', a0len) : NULL;
 	base = slash ? slash + 1 : argv0;
 	a0len -= (size_t)(base - argv0);

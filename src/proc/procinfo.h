@@ -40,6 +40,7 @@ struct gs_procinfo {
 	char user[64];           /* name from getpwuid_r, else the number */
 	char name[64];           /* basename of argv[0], else comm */
 	char cmdline[512];       /* argv joined with spaces, control chars as '?' */
+	size_t argv0_len;        /* argv[0] is cmdline[0..argv0_len) (what NVML names) */
 	char wchan[64];          /* only filled for state D */
 	struct gs_owner owner;
 };

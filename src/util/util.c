@@ -53,23 +53,94 @@ int gs_parse_pid(const char *s, pid_t *ret)
 	return 0;
 }
 
+/* Duration units as systemd.time(7) and timeout(1) write them. */
+static const struct {
+	const char *name;
+	uint64_t ms;
+} duration_units[] = {
+	{ "ms", 1 }, { "msec", 1 },
+	{ "s", 1000 }, { "sec", 1000 }, { "second", 1000 }, { "seconds", 1000 },
+	{ "m", 60000 }, { "min", 60000 }, { "minute", 60000 }, { "minutes", 60000 },
+	{ "h", 3600000 }, { "hr", 3600000 }, { "hour", 3600000 }, { "hours", 3600000 },
+	{ "d", 86400000 }, { "day", 86400000 }, { "days", 86400000 },
+};
+
+#define GS_DURATION_MAX_MS (7ULL * 24 * 3600 * 1000)
+
+int gs_parse_duration(const char *s, uint64_t *ret_ms)
+{
+	/* Summed in microseconds, so "0.5ms" + "1.5ms" is exact and every
+	 * component is rounded once, at the end. */
+	uint64_t total_us = 0;
+	bool any = false;
+
+	if (!s)
+		return -EINVAL;
+	for (;;) {
+		uint64_t whole = 0, frac = 0, frac_div = 1, unit_ms = 1000, part_us;
+		size_t ulen = 0;
+		bool digits = false;
+
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		/* Digits only: no sign, no exponent, no hex, no "inf" (strtod
+		 * would take them all). */
+		for (; isdigit((unsigned char)*s); s++, digits = true) {
+			if (whole > GS_DURATION_MAX_MS)
+				return -ERANGE;
+			whole = whole * 10 + (uint64_t)(*s - '0');
+		}
+		if (*s == '.') {
+			for (s++; isdigit((unsigned char)*s); s++, digits = true)
+				if (frac_div < 1000000ULL) { /* microseconds of a day still fit */
+					frac = frac * 10 + (uint64_t)(*s - '0');
+					frac_div *= 10;
+				}
+		}
+		if (!digits)
+			return -EINVAL;
+		while (*s == ' ' && isalpha((unsigned char)s[strspn(s, " ")]))
+			s++; /* "1 min", as systemd allows */
+		while (isalpha((unsigned char)s[ulen]))
+			ulen++;
+		if (ulen) {
+			size_t i;
+
+			for (i = 0; i < GS_ARRAY_SIZE(duration_units); i++)
+				if (strlen(duration_units[i].name) == ulen && !strncmp(s, duration_units[i].name, ulen))
+					break;
+			if (i == GS_ARRAY_SIZE(duration_units))
+				return -EINVAL;
+			unit_ms = duration_units[i].ms;
+			s += ulen;
+		} else if (any) {
+			/* Only a lone number may go without a unit ("1m 30"
+			 * is a typo, not 1m30s). */
+			return -EINVAL;
+		}
+		if (whole > GS_DURATION_MAX_MS / unit_ms + 1)
+			return -ERANGE;
+		part_us = whole * unit_ms * 1000 + frac * unit_ms * 1000 / frac_div;
+		total_us += part_us;
+		if (total_us > GS_DURATION_MAX_MS * 1000)
+			return -ERANGE;
+		any = true;
+		if (!ulen)
+			break; /* a bare number ends the duration */
+	}
+	while (*s == ' ')
+		s++;
+	if (!any || *s)
+		return -EINVAL;
+	*ret_ms = (total_us + 500) / 1000;
+	return 0;
+}
+
 int gs_parse_seconds(const char *s, uint64_t *ret_ms)
 {
-	char *end;
-	double v;
-
-	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno == ERANGE || !isfinite(v))
-		return -ERANGE;
-	if (*end != '\0' || v < 0)
-		return -EINVAL;
-	if (v > 7 * 24 * 3600.0)
-		return -ERANGE;
-	*ret_ms = (uint64_t)(v * 1000.0 + 0.5);
-	return 0;
+	return gs_parse_duration(s, ret_ms);
 }
 
 void gs_seterr(char *err, size_t errlen, const char *fmt, ...)

@@ -28,7 +28,12 @@ static inline void gs_closep(int *fd) { if (*fd >= 0) close(*fd); }
 int gs_parse_u64(const char *s, uint64_t *ret);
 int gs_parse_u32(const char *s, uint32_t *ret);
 int gs_parse_pid(const char *s, pid_t *ret);
-/* Seconds with an optional fraction ("10", "0.5"); rejects negatives, NaN. */
+/* A duration as systemd and timeout(1) write it: seconds with an optional
+ * fraction ("10", "0.5"), or numbers with units, summed: "90s", "2m",
+ * "500ms", "1.5h", "1m30s", "1min 30s" (ms, s, m, h, d and systemd's long
+ * names). At most 7 days. Rejects signs, exponents, hex, NaN, a unit alone. */
+int gs_parse_duration(const char *s, uint64_t *ret_ms);
+/* The same (the older name, kept for callers that say seconds). */
 int gs_parse_seconds(const char *s, uint64_t *ret_ms);
 
 /* Write a one-line error message into err (when err is non-NULL and errlen

@@ -149,6 +149,12 @@ setup_file() {
 		echo "Try 'gpuslate --help' for more information." >&2
 		exit 2
 	EOF
+	cat >"$T/tools/twolines" <<-'EOF'
+		#!/bin/sh
+		# twolines CMD...: two lines on stderr, then CMD.
+		printf 'first line\nsecond\tline\n' >&2
+		exec "$@"
+	EOF
 	cat >"$T/tools/newgs" <<-'EOF'
 		#!/bin/sh
 		echo '{"schema_version": 2, "command": "status", "hosts": []}'
@@ -434,7 +440,13 @@ ct_holder() {
 	[[ "$output" == *"unknown group '@nosuch'"* ]]
 	run -2 gs -w gpu01 -x gpu01 status
 	[[ "$output" == *"no hosts to run on"* ]]
-	run -2 gs -w gpu01 --csv status
+	run -0 gs -w gpu01 --csv status
+	[ "${lines[0]}" = "gpu01: gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders" ]
+	# What scontrol show hostnames and pdsh take: the lower bound's width
+	# (gpu[01-3]), empty elements, a duplicate (run once, first place).
+	run -0 gs -w 'gpu[01-3],,gpu04,gpu01,' status
+	[ "${lines[0]}" = "gpu[01-04]: clean, 2 GPUs, 0 MiB" ]
+	[ "${lines[1]}" = "4 hosts: 4 clean, 0 not clean, 0 failed" ]
 }
 
 @test "sliding window: -f 2 runs 8 hosts, never more than 2 remote commands at once" {
@@ -461,4 +473,85 @@ ct_holder() {
 	run -1 env GPUSLATE_SSH=/nonexistent/ssh "$GPUSLATE_BIN" -w gpu04 --hosts-file "$T/inventory.exec" status
 	echo "$output"
 	[ "${lines[0]}" = "gpu04: not clean, 2 GPUs, 512 MiB: GPU 1 held by $(holder_pid h4) (gs-holder)" ]
+}
+
+# ---- the seed's verification step, fleet-wide (clush/dshbak style) ----
+
+@test "status --query-gpu on a fleet: 'HOST: ' lines in host-list order, failures on stderr, exit 4" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 0 --mib 1024
+	run -4 --separate-stderr gs -w gpu02,gpu01,down01 status --query-gpu=index,memory.used --format=csv,noheader
+	echo "$output"
+	echo "$stderr"
+	[ "$output" = "gpu02: 0, 1024 MiB
+gpu02: 1, 0 MiB
+gpu01: 0, 0 MiB
+gpu01: 1, 0 MiB" ]
+	[ "$(grep -c . <<<"$stderr")" = 1 ]
+	[[ "$stderr" == "gpuslate: down01: unreachable: "* ]]
+
+	# With a header, every host's header line is its own (as clush shows it);
+	# all hosts answered, so the status of a fleet status: 1, a GPU is held.
+	run -1 --separate-stderr gs -w 'gpu[01-02]' status --query-gpu=index,memory.used --format=csv
+	[ "${lines[0]}" = "gpu01: index, memory.used [MiB]" ]
+	[ "${lines[3]}" = "gpu02: index, memory.used [MiB]" ]
+	[ "${lines[4]}" = "gpu02: 0, 1024 MiB" ]
+	[ -z "$stderr" ]
+}
+
+@test "status --query-compute-apps, --csv and --format prometheus on a fleet: each line prefixed" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 2048
+	p=$(holder_pid h2)
+	run -1 --separate-stderr gs -w gpu01,gpu02 status --query-compute-apps=pid,used_memory --format=csv,noheader
+	[ "$output" = "gpu02: $p, 2048 MiB" ]
+	run -1 --separate-stderr gs -w gpu01,gpu02 status --csv
+	[ "${lines[0]}" = "gpu01: gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders" ]
+	grep -q "^gpu02: $p,true," <<<"$output"
+	run -1 --separate-stderr gs -w gpu01,gpu02 status --format prometheus
+	grep -qx 'gpu01: gpuslate_up 1' <<<"$output"
+	grep -qx 'gpu02: gpuslate_gpu_memory_used_bytes{gpu="1",uuid="[^"]*"} 2147483648' <<<"$output"
+	# Every line carries its host.
+	[ "$(grep -cv '^gpu0[12]: ' <<<"$output")" = 0 ]
+	# A bad field is refused before any host is contacted.
+	run -2 --separate-stderr gs -w gpu01,down01 status --query-gpu=index,bogus --format=csv
+	[ "$stderr" = 'gpuslate: Field "bogus" is not a valid field to query.' ]
+}
+
+@test "-v on a fleet dry run and reclaim: each host's full plan and report, then the merged view" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 1024
+	p=$(holder_pid h2)
+	run -0 gs -v -w gpu01,gpu02 reclaim --dry-run
+	echo "$output"
+	grep -q '^gpu01: Nothing to stop' <<<"$output"
+	grep -q '^gpu02: Will stop:' <<<"$output"
+	grep -Eq "^gpu02: +$p +[a-z]+ +gs-holder" <<<"$output"
+	grep -q '^gpu02: Dry run: nothing was changed.' <<<"$output"
+	[ "${lines[-1]}" = "2 hosts: 0 clean, 0 not clean, 0 failed, 2 dry run" ]
+	[ -e "/proc/$p" ]
+
+	run -0 gs -v -w gpu01,gpu02 reclaim -y --grace 1
+	echo "$output"
+	grep -Eq "^gpu02: +$p +gs-holder +signals TERM" <<<"$output"
+	grep -q '^gpu02: Verdict: clean' <<<"$output"
+	[ "${lines[-1]}" = "2 hosts: 2 clean, 0 not clean, 0 failed" ]
+	wait_for 5 pid_gone "$p"
+}
+
+@test "--json: a host's stderr keeps its line breaks (JSON escapes, not \\x0a)" {
+	run -0 --separate-stderr gs -w gpu01 --json --remote-cmd "$T/tools/twolines gpuslate" status
+	jq -e '.hosts[0].stderr == "first line\nsecond\tline\n"' <<<"$output"
+	! grep -q 'x0a' <<<"$output"
+}
+
+@test "GPUSLATE_FLEET_PRINT_ARGV: each host's command, one bracketed word at a time; nothing is contacted" {
+	start_holder "$T/hosts/gpu01/env" h1 --gpu 0 --mib 512
+	: >"$T/pct.log"
+	run -0 --separate-stderr env GPUSLATE_FLEET_PRINT_ARGV=1 "$GPUSLATE_BIN" -w gpu01,ct129 \
+		--hosts-file "$T/inventory" reclaim -y --unit "a b"
+	echo "$output"
+	[ "${#lines[@]}" = 2 ]
+	[[ "${lines[0]}" == "gpu01: [ssh] [-F] [$T/ssh_config] [-o] [BatchMode=yes] [-o] [ConnectTimeout=10] [gpu01] [--] ['gpuslate' '--remote' '--unit=a b' "* ]]
+	[[ "${lines[1]}" == "ct129: [ssh] "*" [pve1] [--] ['pct' 'exec' '129' '--' 'gpuslate' '--remote' "* ]]
+	# Not contacted: the holder lives, pct never ran, no confirmation asked.
+	[ -e "/proc/$(holder_pid h1)" ]
+	[ ! -s "$T/pct.log" ]
 }

@@ -350,7 +350,11 @@ setup() {
 	: >"$GS_WORLD_CGROUPS"
 	new_host "${GS_NGPUS:-2}"
 	export GPUSLATE_NVML_LIB=$GS_NVML
+	# Nothing a test does is visible outside its directory: not the real
+	# /run/gpuslate.lock, not /run/gpuslate.last-reclaim (which feeds this
+	# machine's gpuslate_last_reclaim_* metrics).
 	export GPUSLATE_LOCK_FILE=$BATS_TEST_TMPDIR/gpuslate.lock
+	export GPUSLATE_STATE_FILE=$BATS_TEST_TMPDIR/gpuslate.last-reclaim
 	export GPUSLATE_NO_PROGRESS=1
 	unset GPUSLATE_SSH
 	# First on PATH: the test world's pct (lxc-attach underneath) and

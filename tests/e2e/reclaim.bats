@@ -458,3 +458,20 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.memory_before_mib) \(.memory_after_mib)"')" "1024 0" "GPU 0"
 }
 
+@test "a test's reclaim keeps its lock and last-reclaim record in the test's directory, none in /run" {
+	command -v unshare >/dev/null || skip "unshare (util-linux) not installed"
+	unshare --mount --propagation private true 2>/dev/null || skip "cannot create a mount namespace (needs root)"
+	start_holder a --gpu 0 --mib 1024
+	# /run is a private empty tmpfs here: anything written there shows.
+	run --separate-stderr unshare --mount --propagation private bash -c \
+		'mount -t tmpfs gs-private-run /run || exit 77; "$1" reclaim -y -q >/dev/null; echo "exit $?"; find /run -mindepth 1' \
+		_ "$GPUSLATE_BIN"
+	[ "$status" -ne 77 ] || skip "cannot mount a tmpfs on /run"
+	assert_eq "$output" "exit 0" "gpuslate's exit and what it left in /run"
+	assert_dead "$(rpid a)"
+	# The record went where the test put it (GPUSLATE_STATE_FILE), and the
+	# lock (GPUSLATE_LOCK_FILE) too.
+	assert_match "$(cat "$GPUSLATE_STATE_FILE")" '^[0-9]+ 0 clean$' "state file"
+	[ -e "$GPUSLATE_LOCK_FILE" ]
+	case $GPUSLATE_STATE_FILE$GPUSLATE_LOCK_FILE in /run/*) false ;; esac
+}

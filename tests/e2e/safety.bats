@@ -157,6 +157,13 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 	check "'bogus'" reclaim -y -g bogus || bad=$((bad + 1))
 	check "--grace is not valid for 'status'" status --grace 1 || bad=$((bad + 1))
 	check "-y is not valid for 'wait'" wait -y || bad=$((bad + 1))
+	check "option --dry-run is not valid for 'wait'" wait --dry-run || bad=$((bad + 1))
+	check "option -n is not valid for 'wait'" wait -n || bad=$((bad + 1))
+	check "--include 'python3': not a protected daemon; --include takes one of: nvidia-persistenced, " \
+		reclaim -y --include python3 || bad=$((bad + 1))
+	check "--timeout '2x': expected a duration, e.g. 10, 0.5, 90s, 2m or 500ms" reclaim -y --timeout 2x ||
+		bad=$((bad + 1))
+	check "--grace '8d': longer than 7 days" reclaim -y --grace 8d || bad=$((bad + 1))
 	check "'frobnicate'" frobnicate || bad=$((bad + 1))
 	check "'extra'" reclaim -y extra || bad=$((bad + 1))
 	assert_alive "$a"
@@ -201,4 +208,34 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "false 700" "GPU 0"
 	assert_alive "$by"
 	assert_dead "$(rpid victim)"
+}
+
+@test "durations take systemd and timeout(1) suffixes: --timeout 500ms, --grace 2m, --connect-timeout 90s" {
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	t0=$(now_ms)
+	# 500ms of waiting for a held GPU, not 500 seconds.
+	run --separate-stderr gs wait -g 0 --timeout 500ms --json
+	assert_status 1
+	elapsed=$(($(now_ms) - t0))
+	[ "$elapsed" -lt 30000 ] || { echo "wait --timeout 500ms took $elapsed ms" >&2; return 1; }
+	assert_alive "$a"
+	# What the fleet passes on is the same duration, in seconds.
+	GPUSLATE_FLEET_PRINT_ARGV=1 run --separate-stderr gs -w h1 reclaim -y --grace 2m --timeout 1m30s \
+		--connect-timeout 90s
+	assert_status 0
+	assert_match "$output" "\[ConnectTimeout=90\]"
+	assert_match "$output" "'--grace' '120' .*'--timeout' '90'"
+}
+
+@test "repeated -g adds up, as repeated -u do" {
+	GS_NGPUS=3 new_host 3
+	start_holder a --gpu 0 --mib 1024
+	start_holder b --gpu 1 --mib 1024
+	start_holder c --gpu 2 --mib 1024
+	run --separate-stderr gs reclaim -n --json -g 0 -g 2
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | sort | map(tostring) | join(",")')" \
+		"$(printf '%s\n' "$(rpid a)" "$(rpid c)" | sort -n | paste -sd,)" "targets of -g 0 -g 2"
+	assert_alive "$(rpid a)" "$(rpid b)" "$(rpid c)"
 }

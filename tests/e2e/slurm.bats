@@ -20,6 +20,7 @@ setup() {
 	export GPUSLATE_DEV_ROOT=$T/host/dev
 	export GPUSLATE_NVML_LIB=$BUILD/fakes/libnvidia-ml.so.1
 	export GPUSLATE_LOCK_FILE=$T/lock
+	export GPUSLATE_STATE_FILE=$T/last-reclaim
 	export GPUSLATE_BIN=$GS
 	export GPUSLATE_SLURM_CONF=$T/none.conf
 	export GPUSLATE_EPILOG_SYSLOG=no
@@ -151,6 +152,8 @@ alive() {
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"gpus=1: NOT CLEAN after "*"s: GPU 1 "*" held by "[0-9]*" (gs-holder)"*"respawned by"* ]]
+	# Each holder named once (it was "held by 20604 (torchrun) (torchrun)").
+	[[ "$output" != *"(gs-holder) ("* ]]
 	SLURM_JOB_ID=43 SLURM_JOB_GPUS=1 GPUSLATE_PROLOG_TIMEOUT=0.5 run bash "$WRAPPER" prolog
 	echo "$output"
 	[ "$status" -eq 1 ]
@@ -245,4 +248,27 @@ alive() {
 		skip "${lines[0]#SKIP: }"
 	fi
 	[ "$status" -eq 0 ]
+}
+
+@test "slurm epilog: reads gpuslate's JSON by its keys (jq), not its layout; durations with units" {
+	hold mine 1
+	# A gpuslate whose JSON is on one line: the same document, other layout.
+	cat >"$T/compact" <<-EOF
+	#!/bin/bash
+	set -o pipefail
+	"$GS" "\$@" | jq -c .
+	EOF
+	chmod +x "$T/compact"
+	SLURM_JOB_GPUS=1 GPUSLATE_BIN=$T/compact GPUSLATE_EPILOG_TIMEOUT=30s GPUSLATE_EPILOG_GRACE=500ms \
+		run bash "$WRAPPER"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^gpuslate-epilog\ job=42\ gpus=1:\ clean\ in\ [0-9]+\.[0-9][0-9]s\ \(stopped\ 1\ process:\ $mine_pid\ gs-holder\)$ ]]
+	! alive "$mine_pid"
+	# A held GPU, compact JSON: the summary, the holder named once.
+	hold busy 1
+	SLURM_JOB_ID=44 SLURM_JOB_GPUS=1 GPUSLATE_BIN=$T/compact GPUSLATE_PROLOG_TIMEOUT=500ms run bash "$WRAPPER" prolog
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == "gpuslate-prolog job=44 gpus=1: NOT CLEAN after "*"s: GPU 1 3590 MiB used, held by $busy_pid (gs-holder)" ]]
 }

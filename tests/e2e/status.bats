@@ -43,9 +43,16 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 
 	run --separate-stderr gs status
 	assert_status 0
-	assert_match "$output" "^ *$creator +- +\(gone\) +1 +4096 MiB +compute +no such process \(listed by NVML\); memory held by $child\$" \
+	assert_match "$output" "^ *$creator +- +\(gone\) +1 +4096 MiB +compute +memory held by $child\$" \
 		"creator row"
+	assert_eq "$(awk 'length > 100' <<<"$output")" "" "lines over 100 columns"
 	assert_match "$output" "^ *$child +root " "child row"
+
+	# The dead creator reads "(gone)" in every text view.
+	run --separate-stderr gs status --csv
+	assert_match "$output" "^$creator,false,,\(gone\),1,4096,compute," "CSV row"
+	run --separate-stderr gs reclaim --dry-run -g 1
+	assert_match "$output" "^ +$creator +- +\(gone\) +1 +4096 MiB " "plan row"
 	assert_alive "$child"
 }
 
@@ -151,14 +158,23 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	assert_eq "$(error_lines "$stderr")" "" "errors"
 }
 
-@test "status with no GPU information at all: exit 3" {
+@test "status on a host without a driver: one error line, no table, exit 3" {
 	start_holder a --gpu 0
 	export GPUSLATE_NVML_LIB=/nonexistent/libnvidia-ml.so.1
 	export GPUSLATE_NVIDIA_PROCFS=$BATS_TEST_TMPDIR/no-driver
 
 	run --separate-stderr gs status
 	assert_status 3
-	assert_one_error "$stderr" "no GPU information could be read"
+	assert_eq "$output" "" "stdout"
+	# One line in all (no warning repeating the same dlopen error), naming
+	# the library that failed and the procfs directory that was looked at.
+	assert_eq "$(grep -c . <<<"$stderr")" 1 "stderr lines in [$stderr]"
+	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: .*/nonexistent/libnvidia-ml.so.1.*no GPU under $BATS_TEST_TMPDIR/no-driver\$"
+
+	run --separate-stderr gs reclaim -y
+	assert_status 3
+	assert_eq "$(grep -c . <<<"$stderr")" 1 "reclaim: stderr lines in [$stderr]"
+	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: "
 
 	run --separate-stderr gs status --json
 	assert_status 3

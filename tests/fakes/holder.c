@@ -69,7 +69,8 @@ static void usage(void)
 	fputs("usage: gs-holder [--state DIR] [--dev-root DIR] [--gpu MINOR]... [--mib N]\n"
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term] [--setsid]\n"
-	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n",
+	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
+	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
 }
@@ -481,7 +482,9 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind != argc)
+	/* Words after "--" are ignored: they make the command line look like
+	 * a real server's (python3 -m sglang.launch_server --model ...). */
+	if (optind != argc && strcmp(argv[optind - 1], "--"))
 		usage();
 	if (o.ngpus == 0)
 		o.gpus[o.ngpus++] = 0;

@@ -141,6 +141,7 @@ add() {
 		GPUSLATE_NVML_LIB=$GPUSLATE_BUILD/fakes/libnvidia-ml.so.1
 		GPUSLATE_NVIDIA_PROCFS=$h/driver
 		GPUSLATE_LOCK_FILE=$h/reclaim.lock
+		GPUSLATE_STATE_FILE=$h/last-reclaim
 		GPUSLATE_NO_PROGRESS=1
 		PATH=$h/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 	EOF

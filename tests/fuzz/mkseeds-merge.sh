@@ -11,7 +11,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || :; done; wait 2>/
 trap cleanup EXIT
 sh tests/fakes/mkhost.sh "$T" 2
 export FAKE_NVML_STATE=$T/nvml GPUSLATE_DEV_ROOT=$T/dev GPUSLATE_NVIDIA_PROCFS=$T/driver \
-	GPUSLATE_NVML_LIB=$PWD/build/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_NO_PROGRESS=1
+	GPUSLATE_NVML_LIB=$PWD/build/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_STATE_FILE=$T/state GPUSLATE_NO_PROGRESS=1
 ln -s "$PWD/build/fakes/gs-holder" "$T/nvidia-persistenced"
 build/fakes/gs-holder --gpu 0 --mib 2048 --ready-file "$T/a" & pids+=($!)
 build/fakes/gs-holder --gpu 1 --client --ready-file "$T/b" & pids+=($!)

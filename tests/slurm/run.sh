@@ -154,6 +154,7 @@ export FAKE_NVML_STATE=$T/host/nvml
 export GPUSLATE_DEV_ROOT=$T/host/dev
 export GPUSLATE_NVML_LIB=$nvml
 export GPUSLATE_LOCK_FILE=$T/gpuslate.lock
+export GPUSLATE_STATE_FILE=$T/gpuslate.last-reclaim
 # Slurm's gres/gpu wants character devices whose names end in the index; the
 # fake nodes are plain files (gs-holder maps them). Stand-ins: links to
 # /dev/null and /dev/zero named nvidia0 and nvidia1, in NVML index order.
@@ -246,6 +247,7 @@ for m in prolog epilog; do
 export GPUSLATE_SLURM_TEST='$T'
 export FAKE_NVML_STATE='$FAKE_NVML_STATE' GPUSLATE_DEV_ROOT='$GPUSLATE_DEV_ROOT'
 export GPUSLATE_NVML_LIB='$GPUSLATE_NVML_LIB' GPUSLATE_LOCK_FILE='$GPUSLATE_LOCK_FILE'
+export GPUSLATE_STATE_FILE='$GPUSLATE_STATE_FILE'
 export GPUSLATE_SLURM_CONF='$T/etc/gpuslate-slurm.conf'
 exec /bin/bash '$wrapper' $m 2>>'$T/log/$m.stderr'
 EOF

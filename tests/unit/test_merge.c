@@ -440,6 +440,12 @@ static void test_control_characters(void **state)
 	assert_int_equal(r.verdict, GS_HV_NOT_CLEAN);
 	assert_string_equal(r.line, "not clean, 2 GPUs, 1024 MiB: GPU 0 held by 21831 (py\\x1b[31mthon\\x07\\x0a\\x0d)");
 	assert_string_equal(r.stderr_text, "warn: \\x1b]0;pwned\\x07 done\\x0a");
+	/* JSON keeps the line break (JSON escapes it) but not the escapes. */
+	assert_string_equal(json_string_value(r.stderr_json), "warn: \\x1b]0;pwned\\x07 done\n");
+	gs_host_result_free(&r);
+	/* Bytes that are not UTF-8 cannot be a JSON string: the sanitized text. */
+	judge(&r, "gpu01", "status", 0, status_clean, "bad \xff byte\n");
+	assert_string_equal(json_string_value(r.stderr_json), "bad \\xff byte\\x0a");
 	gs_host_result_free(&r);
 
 	/* the verdict word itself */
@@ -692,6 +698,30 @@ static void test_exit_status_rule(void **state)
 	fleet_free(&f);
 }
 
+/* A fleet query: each host's "output", every line prefixed with the host,
+ * in list order; control bytes escaped; failed hosts add nothing. */
+static void test_render_prefixed(void **state)
+{
+	struct gs_host_result r[3];
+	char *text = NULL;
+
+	(void)state;
+	judge(&r[0], "gpu02", "status", 0,
+	      "{\"schema_version\":1,\"command\":\"status\",\"gpus\":[],\"processes\":[],"
+	      "\"output\":\"0, 1024 MiB\\n1, 0 MiB\\n\"}", NULL);
+	judge(&r[1], "gpu15", "status", 255, NULL, "ssh: connect to host gpu15 port 22: Connection refused\n");
+	judge(&r[2], "gpu01", "status", 0,
+	      "{\"schema_version\":1,\"command\":\"status\",\"gpus\":[],\"processes\":[],"
+	      "\"output\":\"0, \\u001b[31mred\\r\\nno newline at the end\"}", NULL);
+	assert_int_equal(r[1].verdict, GS_HV_FAILED);
+	assert_int_equal(gs_fleet_render_prefixed(r, 3, &text), 0);
+	assert_string_equal(text, "gpu02: 0, 1024 MiB\ngpu02: 1, 0 MiB\n"
+				  "gpu01: 0, \\x1b[31mred\\x0d\ngpu01: no newline at the end\n");
+	free(text);
+	for (size_t i = 0; i < 3; i++)
+		gs_host_result_free(&r[i]);
+}
+
 static void test_json_document(void **state)
 {
 	struct fleet f = { 0 };
@@ -733,7 +763,7 @@ static void test_json_document(void **state)
 	assert_true(json_real_value(json_object_get(h, "elapsed_s")) > 0.479 &&
 		    json_real_value(json_object_get(h, "elapsed_s")) < 0.481);
 	assert_string_equal(json_string_value(json_object_get(h, "stderr")),
-			    "gpuslate: warning: 3 processes could not be read\\x0a");
+			    "gpuslate: warning: 3 processes could not be read\n");
 	/* the host's own document, as it printed it */
 	assert_ptr_equal(json_object_get(h, "report"), f.r[0].report);
 	{
@@ -758,7 +788,7 @@ static void test_json_document(void **state)
 	assert_true(json_is_null(json_object_get(h, "summary")));
 	assert_int_equal(json_integer_value(json_object_get(h, "exit_status")), 255);
 	assert_string_equal(json_string_value(json_object_get(h, "stderr")),
-			    "ssh: connect to host gpu15 port 22: Connection refused\\x0a");
+			    "ssh: connect to host gpu15 port 22: Connection refused\n");
 	assert_true(json_is_null(json_object_get(h, "report")));
 
 	h = json_array_get(hosts, 3);
@@ -821,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_text_folding),
 		cmocka_unit_test(test_text_dry_run_interrupted_empty),
 		cmocka_unit_test(test_exit_status_rule),
+		cmocka_unit_test(test_render_prefixed),
 		cmocka_unit_test(test_json_document),
 	};
 

@@ -333,6 +333,27 @@ static void test_tail_defaults(void **state)
 	t = tail_of(&c);
 	expect_strv(t, wt, "wait");
 	gs_inventory_strv_free(t);
+
+	/* The text forms of status travel (the far side puts the text in its
+	 * document), and -v for the text report. */
+	{
+		static const char *const qt[] = { "--remote", "--verbose", "--query-gpu=index,memory.used",
+						  "--format=csv,noheader", "status", NULL };
+		static const char *const ct[] = { "--remote", "--csv", "status", NULL };
+
+		cli_init(&c, GS_CMD_STATUS);
+		c.verbose = true;
+		c.query_gpu = "index,memory.used";
+		c.format = "csv,noheader";
+		t = tail_of(&c);
+		expect_strv(t, qt, "status query");
+		gs_inventory_strv_free(t);
+		cli_init(&c, GS_CMD_STATUS);
+		c.csv = true;
+		t = tail_of(&c);
+		expect_strv(t, ct, "status csv");
+		gs_inventory_strv_free(t);
+	}
 }
 
 /* Local-only options never travel; status carries no acting options, wait
@@ -350,7 +371,7 @@ static void test_tail_what_travels(void **state)
 	c.no_nvml = true;
 	c.nvml_timeout_ms = 2500;
 	/* none of these may appear */
-	c.json = c.quiet = c.csv = true;
+	c.json = c.quiet = c.verbose = true;
 	c.nvml_lib = "/my/libnvidia-ml.so";
 	c.dev_root = "/my/dev";
 	c.proc_root = "/my/proc";
