@@ -550,7 +550,7 @@ gpu01: 1, 0 MiB" ]
 	echo "$output"
 	[ "${#lines[@]}" = 2 ]
 	[[ "${lines[0]}" == "gpu01: [ssh] [-F] [$T/ssh_config] [-o] [BatchMode=yes] [-o] [ConnectTimeout=10] [gpu01] [--] ['gpuslate' '--remote' '--unit=a b' "* ]]
-	[[ "${lines[1]}" == "ct129: [ssh] "*" [pve1] [--] ['pct' 'exec' '129' '--' 'gpuslate' '--remote' "* ]]
+	[[ "${lines[1]}" == "ct129: [ssh] "*" [pve1] [--] ['pct' 'exec' '${WORLD_CT:-129}' '--' 'gpuslate' '--remote' "* ]]
 	# Not contacted: the holder lives, pct never ran, no confirmation asked.
 	[ -e "/proc/$(holder_pid h1)" ]
 	[ ! -s "$T/pct.log" ]
