@@ -185,6 +185,17 @@ int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
 	return gs_read_fd(fd, max, true, ret_buf, ret_len);
 }
 
+int gs_read_u64_at(int dirfd, const char *path, uint64_t *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	int r;
+
+	r = gs_read_file_at(dirfd, path, 64, &buf, NULL);
+	if (r < 0)
+		return r;
+	return gs_parse_u64(gs_strstrip(buf), ret);
+}
+
 uint64_t gs_now_ns(void)
 {
 	struct timespec ts;

@@ -46,6 +46,11 @@ bool gs_endswith(const char *s, const char *suffix);
  * malloc'd buffer (up to max bytes; larger files are truncated). */
 int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
+/* Read a small file relative to dirfd that holds one unsigned decimal number
+ * and a newline (a sysfs attribute such as mem_info_vram_used). Returns 0,
+ * -errno of the read, or -EINVAL/-ERANGE when it holds anything else. */
+int gs_read_u64_at(int dirfd, const char *path, uint64_t *ret);
+
 /* Read fd to its end into a NUL-terminated malloc'd buffer of at most max
  * bytes: with truncate the rest is ignored, without it -EFBIG. */
 int gs_read_fd(int fd, size_t max, bool truncate, char **ret_buf, size_t *ret_len);
