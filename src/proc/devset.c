@@ -37,18 +37,16 @@ static int parse_devices_line(char *line, unsigned *ret_major, const char **ret_
 	return 0;
 }
 
-int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
+/* Call fn for each "<major> <name>" line of the character section of
+ * /proc/devices text; stops early when fn returns true. */
+static void for_each_char_major(const char *text, bool (*fn)(void *ctx, unsigned major, const char *name),
+				void *ctx)
 {
 	/* The file starts with the character section; a block section that
 	 * follows can reuse numbers, so it must not be read as char majors. */
 	bool in_char = true;
 	const char *p;
 
-	if (!text || !ds)
-		return -EINVAL;
-	ds->nvidia_major = NV_MAJOR_DEFAULT;
-	ds->uvm_major = 0;
-	ds->caps_major = 0;
 	for (p = text; *p;) {
 		const char *start = p, *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -71,15 +69,62 @@ int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
 		}
 		if (!in_char || parse_devices_line(line, &major, &name) < 0)
 			continue;
-		/* Exact names: nvidia-caps-imex-channels, nvidia-nvswitch and
-		 * nvidia-nvlink are other drivers' nodes, not ours. */
-		if (strcmp(name, "nvidia-frontend") == 0 || strcmp(name, "nvidia") == 0)
-			ds->nvidia_major = major;
-		else if (strcmp(name, "nvidia-uvm") == 0)
-			ds->uvm_major = major;
-		else if (strcmp(name, "nvidia-caps") == 0)
-			ds->caps_major = major;
+		if (fn(ctx, major, name))
+			return;
 	}
+}
+
+static bool note_nvidia_major(void *ctx, unsigned major, const char *name)
+{
+	struct gs_devset *ds = ctx;
+
+	/* Exact names: nvidia-caps-imex-channels, nvidia-nvswitch and
+	 * nvidia-nvlink are other drivers' nodes, not ours. */
+	if (strcmp(name, "nvidia-frontend") == 0 || strcmp(name, "nvidia") == 0)
+		ds->nvidia_major = major;
+	else if (strcmp(name, "nvidia-uvm") == 0)
+		ds->uvm_major = major;
+	else if (strcmp(name, "nvidia-caps") == 0)
+		ds->caps_major = major;
+	return false;
+}
+
+int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
+{
+	if (!text || !ds)
+		return -EINVAL;
+	ds->nvidia_major = NV_MAJOR_DEFAULT;
+	ds->uvm_major = 0;
+	ds->caps_major = 0;
+	for_each_char_major(text, note_nvidia_major, ds);
+	return 0;
+}
+
+struct major_query {
+	const char *name;
+	unsigned major;
+};
+
+static bool match_major(void *ctx, unsigned major, const char *name)
+{
+	struct major_query *q = ctx;
+
+	if (strcmp(name, q->name) != 0)
+		return false;
+	q->major = major;
+	return true;
+}
+
+int gs_devset_char_major(const char *text, const char *name, unsigned *ret)
+{
+	struct major_query q = { .name = name };
+
+	if (!text || !name || !ret)
+		return -EINVAL;
+	for_each_char_major(text, match_major, &q);
+	if (!q.major)
+		return -ENOENT;
+	*ret = q.major;
 	return 0;
 }
 
