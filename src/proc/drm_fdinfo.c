@@ -71,8 +71,9 @@ static void set_memory(struct gs_drm_fdinfo *fi, enum mem_stat stat, const char 
 	struct gs_drm_region *r;
 	uint64_t bytes;
 
-	/* drm-total-cycles-<engine> is an engine counter, not a region. */
-	if (stat == MEM_TOTAL && gs_startswith(region, "cycles-"))
+	/* drm-total-cycles-<engine> is an engine counter, not a region; no
+	 * region has that name, whatever the key. */
+	if (gs_startswith(region, "cycles-"))
 		return;
 	r = region_get(fi, region);
 	if (!r || parse_size(val, &bytes) < 0) {

@@ -288,6 +288,11 @@ static void test_xe_doc_example(void **state)
 	assert_int_equal(gs_drm_fdinfo_vram(&fi, &vram), 0);
 	assert_int_equal(vram, 23992 * KiB);
 	assert_int_equal(fi.n_bad, 0);
+
+	/* No key makes a "cycles-" region (found by fuzzing). */
+	assert_int_equal(gs_drm_fdinfo_parse("drm-driver: xe\ndrm-resident-cycles-rcs: 5\n"
+					     "drm-memory-cycles-bcs: 1\n", &fi), 0);
+	assert_int_equal(fi.n_regions, 0);
 }
 
 static void test_i915_igpu_has_no_vram(void **state)
