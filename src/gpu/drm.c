@@ -105,12 +105,24 @@ int gs_drm_parse_uevent(const char *text, char *driver, size_t driver_len, bool 
 
 int gs_drm_parse_dev(const char *text, dev_t *ret)
 {
-	unsigned maj, min;
-	int end = -1;
+	char buf[32], *colon;
+	uint32_t maj, min;
+	size_t len;
 
-	if (!text || sscanf(text, "%u:%u%n", &maj, &min, &end) != 2 || end < 0)
+	if (!text)
 		return -EINVAL;
-	if (text[end] != '\0' && !(text[end] == '\n' && text[end + 1] == '\0'))
+	len = strlen(text);
+	if (len > 0 && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -EINVAL;
+	*colon = '\0';
+	if (gs_parse_u32(buf, &maj) < 0 || gs_parse_u32(colon + 1, &min) < 0)
 		return -EINVAL;
 	if (maj > 0xfff || min > 0xfffff)
 		return -ERANGE;
@@ -221,7 +233,7 @@ static void amdgpu_load(int dev_fd, struct drm_gpu *g)
 
 static int amdgpu_memory(int dev_fd, struct gs_gpu_mem *ret)
 {
-	uint64_t total, used;
+	uint64_t total = 0, used = 0;
 	int r;
 
 	r = gs_read_u64_at(dev_fd, "mem_info_vram_total", &total);

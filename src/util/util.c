@@ -188,12 +188,16 @@ int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
 int gs_read_u64_at(int dirfd, const char *path, uint64_t *ret)
 {
 	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
 	int r;
 
-	r = gs_read_file_at(dirfd, path, 64, &buf, NULL);
+	r = gs_read_file_at(dirfd, path, 64, &buf, &len);
 	if (r < 0)
 		return r;
-	return gs_parse_u64(gs_strstrip(buf), ret);
+	/* sysfs prints "%llu\n": the newline goes, nothing else is allowed. */
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return gs_parse_u64(buf, ret);
 }
 
 uint64_t gs_now_ns(void)
