@@ -189,23 +189,6 @@ static bool read_text_at(int dirfd, const char *path, char *dst, size_t len)
 	return true;
 }
 
-static DIR *opendir_at(int dirfd, const char *path)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-	}
-	return d;
-}
-
 /* ---- per-driver facts ----------------------------------------------------- */
 
 static void amdgpu_load(int dev_fd, struct drm_gpu *g)
@@ -257,7 +240,7 @@ static void xe_load(int dev_fd, struct drm_gpu *g)
 	struct dirent *de;
 	uint64_t sum = 0;
 	bool known = false;
-	DIR *d = opendir_at(dev_fd, ".");
+	DIR *d = gs_opendir_at(dev_fd, ".");
 
 	if (!d)
 		return;
@@ -341,7 +324,7 @@ static int device_driver(int dev_fd, const char *uevent_driver, char *dst, size_
 static void find_render(int dev_fd, struct gs_drm_gpu *g)
 {
 	struct dirent *de;
-	DIR *d = opendir_at(dev_fd, "drm");
+	DIR *d = gs_opendir_at(dev_fd, "drm");
 
 	if (!d)
 		return;
@@ -650,7 +633,7 @@ int gs_drm_open(const struct gs_root *root, struct gs_gpu_backend **ret)
 		return -EINVAL;
 	if (root->sys_fd < 0)
 		return -ENOENT;
-	d = opendir_at(root->sys_fd, DRM_CLASS);
+	d = gs_opendir_at(root->sys_fd, DRM_CLASS);
 	if (!d)
 		return errno == ENOENT ? -ENODEV : -errno; /* no DRM driver loaded */
 	gpus = calloc(MAX_CARDS, sizeof(*gpus));

@@ -107,27 +107,14 @@ int gs_kfd_node_card(const struct gs_kfd_node *n, const struct gs_kfd_card *card
 	return found;
 }
 
-/* Open <sys>/<path> as a directory stream with its own fd. */
+/* <sys>/<path> as a directory stream; the sys root may be absent (-1). */
 static DIR *opendir_sys(int sys_fd, const char *path)
 {
-	int fd;
-	DIR *d;
-
 	if (sys_fd < 0) {
 		errno = ENOENT;
 		return NULL;
 	}
-	fd = openat(sys_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-	}
-	return d;
+	return gs_opendir_at(sys_fd, path);
 }
 
 /* A directory entry name that is a plain decimal number (no sign, no
@@ -202,16 +189,9 @@ int gs_kfd_topology_load(int sys_fd, struct gs_kfd_node **ret, size_t *ret_n)
 			break;
 		if (r == 0)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct gs_kfd_node *nn = realloc(nodes, ncap * sizeof(*nn));
-
-			if (!nn) {
-				r = -ENOMEM;
-				break;
-			}
-			nodes = nn;
-			cap = ncap;
+		if (GS_ARRAY_RESERVE(nodes, cap, n) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		nodes[n++] = node;
 		r = 0;
@@ -253,16 +233,9 @@ int gs_kfd_proc_list(int sys_fd, pid_t **ret, size_t *ret_n)
 
 		if (!dec_name(de->d_name, INT32_MAX, &pid) || pid == 0)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			pid_t *np = realloc(pids, ncap * sizeof(*np));
-
-			if (!np) {
-				r = -ENOMEM;
-				break;
-			}
-			pids = np;
-			cap = ncap;
+		if (GS_ARRAY_RESERVE(pids, cap, n) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		pids[n++] = (pid_t)pid;
 	}
@@ -308,16 +281,9 @@ int gs_kfd_proc_vram(int sys_fd, pid_t pid, struct gs_kfd_vram **ret, size_t *re
 		/* -EPERM from kfd_devcgroup_check_permission: known absent. */
 		e.known = r == 0;
 		r = 0;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct gs_kfd_vram *nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				r = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
+		if (GS_ARRAY_RESERVE(v, cap, n) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		v[n++] = e;
 	}

@@ -269,24 +269,6 @@ static int load_node(struct gs_devset *ds, int dirfd, const char *name, enum gs_
 	return gs_devset_add(ds, st.st_dev, st.st_ino, k, minor);
 }
 
-/* Open a directory relative to dirfd with its own file offset. */
-static DIR *opendir_at(int dirfd, const char *name)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-	}
-	return d;
-}
-
 static int load_dev_root(struct gs_devset *ds, int dev_fd)
 {
 	static const char *const fixed[] = { "nvidiactl", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools" };
@@ -302,7 +284,7 @@ static int load_dev_root(struct gs_devset *ds, int dev_fd)
 			return r;
 	}
 	/* nvidia<N>: one directory pass instead of 248 failing stats. */
-	d = opendir_at(dev_fd, ".");
+	d = gs_opendir_at(dev_fd, ".");
 	if (!d)
 		return -errno;
 	r = 0;
@@ -321,7 +303,7 @@ static int load_dev_root(struct gs_devset *ds, int dev_fd)
 	if (r < 0)
 		return r;
 
-	d = opendir_at(dev_fd, "nvidia-caps");
+	d = gs_opendir_at(dev_fd, "nvidia-caps");
 	if (!d)
 		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
 	while ((errno = 0, de = readdir(d))) {

@@ -330,15 +330,8 @@ static int add_client(struct gs_drm_usage *u, const struct gs_drm_client *n)
 		c->mem_known |= n->mem_known;
 		return 0;
 	}
-	if (u->n_clients == u->cap_clients) {
-		size_t ncap = u->cap_clients ? u->cap_clients * 2 : 8;
-		struct gs_drm_client *nc = realloc(u->clients, ncap * sizeof(*nc));
-
-		if (!nc)
-			return -ENOMEM;
-		u->clients = nc;
-		u->cap_clients = ncap;
-	}
+	if (GS_ARRAY_RESERVE(u->clients, u->cap_clients, u->n_clients) < 0)
+		return -ENOMEM;
 	u->clients[u->n_clients++] = *n;
 	return 0;
 }
