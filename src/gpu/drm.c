@@ -1,5 +1,6 @@
 #include "gpu/drm.h"
 #include "gpu/kfd.h"
+#include "proc/drm_fdinfo.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -602,6 +603,34 @@ int gs_drm_gpu_info(struct gs_gpu_backend *b, unsigned i, struct gs_drm_gpu *ret
 	if (!g)
 		return -EINVAL;
 	*ret = g->pub;
+	return 0;
+}
+
+int gs_drm_memory_from_usage(struct gs_gpu_backend *b, unsigned i, const struct gs_drm_usage *u,
+			     struct gs_gpu_mem *ret)
+{
+	struct drm_gpu *g;
+	uint64_t used = 0;
+
+	if (!b || b->ops != &drm_ops || !u || !ret)
+		return -EINVAL;
+	g = gpu_at(b, i);
+	if (!g)
+		return -EINVAL;
+	if (u->n_no_stats)
+		return -ENODATA;
+	for (size_t k = 0; k < u->n_clients; k++) {
+		const struct gs_drm_client *c = &u->clients[k];
+
+		if (!c->pdev_known || !gs_pci_addr_equal(&c->pdev, &g->pub.pci))
+			continue;
+		if (!c->vram_known)
+			return -ENODATA;
+		used = c->vram > UINT64_MAX - used ? UINT64_MAX : used + c->vram;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->used = used;
+	ret->total = g->pub.vram_total_known ? g->pub.vram_total : 0;
 	return 0;
 }
 

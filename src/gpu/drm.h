@@ -54,6 +54,18 @@ int gs_drm_open(const struct gs_root *root, struct gs_gpu_backend **ret);
  * range. */
 int gs_drm_gpu_info(struct gs_gpu_backend *b, unsigned i, struct gs_drm_gpu *ret);
 
+struct gs_drm_usage;
+
+/* GPU i's memory from its DRM clients, for drivers without a device-wide
+ * usage file (Intel): u counts every DRM fd on GPU i's nodes in every
+ * process, each client once (proc/drm_fdinfo.h). used = the clients' resident
+ * VRAM on GPU i's PCI device; total = the sysfs total, 0 when unknown (i915).
+ * -ENODATA when an fd had no usage stats or a client no VRAM figure: then
+ * the used memory is unknown, not smaller. Kernel-internal allocations are
+ * never in it. */
+int gs_drm_memory_from_usage(struct gs_gpu_backend *b, unsigned i, const struct gs_drm_usage *u,
+			     struct gs_gpu_mem *ret);
+
 /* Whether KFD processes can be listed: 0 (the topology was read; GPUs
  * without a KFD node have n_kfd 0), -ENOENT (no KFD on this host), or the
  * -errno that made the topology unreadable (then no GPU has KFD nodes). */

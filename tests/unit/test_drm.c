@@ -544,6 +544,33 @@ static void test_shared_client_id_counted_once(void **state)
 	assert_int_equal(t.n_clients, 1);
 	assert_int_equal(t.vram, 6ULL << 30);
 	assert_int_equal(gpu.n_fds, 2);
+	/* Intel has no usage file: the GPU's used memory is this sum. */
+	{
+		struct gs_gpu_mem mem;
+		unsigned intel = gpu_at(h, "0000:83:00.0"), amd = gpu_at(h, AMD_PCI);
+
+		assert_int_equal(gs_drm_memory_from_usage(h->b, intel, &gpu, &mem), 0);
+		assert_int_equal(mem.used, 6ULL << 30);
+		assert_int_equal(mem.total, 24ULL << 30);
+		/* No client of the AMD GPU among them: nothing held there. */
+		assert_int_equal(gs_drm_memory_from_usage(h->b, amd, &gpu, &mem), 0);
+		assert_int_equal(mem.used, 0);
+		/* A client without memory keys: its share is unknown. */
+		{
+			struct gs_drm_usage other = { 0 };
+			struct gs_drm_fdinfo fi;
+
+			assert_int_equal(gs_drm_fdinfo_parse("drm-driver: xe\ndrm-pdev: 0000:83:00.0\n"
+							     "drm-client-id: 99\n", &fi), 0);
+			assert_int_equal(gs_drm_usage_add(&other, &fi), 0);
+			assert_int_equal(gs_drm_memory_from_usage(h->b, intel, &other, &mem), -ENODATA);
+			gs_drm_usage_free(&other);
+		}
+		/* An fd without usage stats: the sum would be too small. */
+		assert_int_equal(gs_drm_usage_add(&gpu, NULL), 0);
+		assert_int_equal(gs_drm_memory_from_usage(h->b, intel, &gpu, &mem), -ENODATA);
+		assert_int_equal(gs_drm_memory_from_usage(h->b, 5, &gpu, &mem), -EINVAL);
+	}
 	gs_drm_usage_free(&parent);
 	gs_drm_usage_free(&worker);
 	gs_drm_usage_free(&gpu);
