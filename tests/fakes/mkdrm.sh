@@ -104,8 +104,10 @@ cmd_host() {
 	need_uint --intel "$intel"
 	need_uint --amd-used-mib "$used_mib"
 	case $intel_driver in xe | i915) ;; *) usage ;; esac
-	[ "$amd" -le 8 ] && [ "$intel" -le 8 ] && [ "$nvidia" -le 8 ] ||
-		{ echo "mkdrm.sh: at most 8 GPUs of each vendor" >&2; exit 2; }
+	if [ "$amd" -gt 8 ] || [ "$intel" -gt 8 ] || [ "$nvidia" -gt 8 ]; then
+		echo "mkdrm.sh: at most 8 GPUs of each vendor" >&2
+		exit 2
+	fi
 
 	sys="$dir/sys"
 	root_dev="$dir/dev"
