@@ -55,7 +55,7 @@ int gs_drm_fdinfo_vram(const struct gs_drm_fdinfo *fi, uint64_t *ret_resident);
  * not 0) is the st_ino the caller saw for that fd: a different "ino:" line
  * means the fd number was reused meanwhile, -ESTALE. shadow_fd (when >= 0)
  * is the test fixture directory standing for the drm- keys the kernel would
- * print (GPUSLATE_FDINFO_SHADOW, see docs/fakes.md): <shadow>/<pid>/<fd> is
+ * print (GPUSLATE_FDINFO_SHADOW, docs/amd-intel.md 5.1): <shadow>/<pid>/<fd> is
  * used only when its "ino:" and "mnt_id:" lines equal the real file's, so a
  * stale fixture of a reused pid is never believed. Returns what
  * gs_drm_fdinfo_parse returns, or -errno (-ENOENT/-ESRCH: gone). */

@@ -1,6 +1,6 @@
 #!/bin/sh
-# mkdrm.sh: a simulated AMD/Intel GPU host for tests (docs/fakes.md,
-# docs/amd-intel.md). Prints nothing on success.
+# mkdrm.sh: a simulated AMD/Intel GPU host for tests (docs/amd-intel.md
+# section 5). Prints nothing on success.
 #
 #   mkdrm.sh host DIR [--nvidia N] [--amd N] [--intel N] [--intel-driver xe|i915]
 #                     [--no-kfd] [--amd-used-mib N]
