@@ -37,18 +37,16 @@ static int parse_devices_line(char *line, unsigned *ret_major, const char **ret_
 	return 0;
 }
 
-int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
+/* Call fn for each "<major> <name>" line of the character section of
+ * /proc/devices text; stops early when fn returns true. */
+static void for_each_char_major(const char *text, bool (*fn)(void *ctx, unsigned major, const char *name),
+				void *ctx)
 {
 	/* The file starts with the character section; a block section that
 	 * follows can reuse numbers, so it must not be read as char majors. */
 	bool in_char = true;
 	const char *p;
 
-	if (!text || !ds)
-		return -EINVAL;
-	ds->nvidia_major = NV_MAJOR_DEFAULT;
-	ds->uvm_major = 0;
-	ds->caps_major = 0;
 	for (p = text; *p;) {
 		const char *start = p, *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
@@ -71,15 +69,62 @@ int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
 		}
 		if (!in_char || parse_devices_line(line, &major, &name) < 0)
 			continue;
-		/* Exact names: nvidia-caps-imex-channels, nvidia-nvswitch and
-		 * nvidia-nvlink are other drivers' nodes, not ours. */
-		if (strcmp(name, "nvidia-frontend") == 0 || strcmp(name, "nvidia") == 0)
-			ds->nvidia_major = major;
-		else if (strcmp(name, "nvidia-uvm") == 0)
-			ds->uvm_major = major;
-		else if (strcmp(name, "nvidia-caps") == 0)
-			ds->caps_major = major;
+		if (fn(ctx, major, name))
+			return;
 	}
+}
+
+static bool note_nvidia_major(void *ctx, unsigned major, const char *name)
+{
+	struct gs_devset *ds = ctx;
+
+	/* Exact names: nvidia-caps-imex-channels, nvidia-nvswitch and
+	 * nvidia-nvlink are other drivers' nodes, not ours. */
+	if (strcmp(name, "nvidia-frontend") == 0 || strcmp(name, "nvidia") == 0)
+		ds->nvidia_major = major;
+	else if (strcmp(name, "nvidia-uvm") == 0)
+		ds->uvm_major = major;
+	else if (strcmp(name, "nvidia-caps") == 0)
+		ds->caps_major = major;
+	return false;
+}
+
+int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
+{
+	if (!text || !ds)
+		return -EINVAL;
+	ds->nvidia_major = NV_MAJOR_DEFAULT;
+	ds->uvm_major = 0;
+	ds->caps_major = 0;
+	for_each_char_major(text, note_nvidia_major, ds);
+	return 0;
+}
+
+struct major_query {
+	const char *name;
+	unsigned major;
+};
+
+static bool match_major(void *ctx, unsigned major, const char *name)
+{
+	struct major_query *q = ctx;
+
+	if (strcmp(name, q->name) != 0)
+		return false;
+	q->major = major;
+	return true;
+}
+
+int gs_devset_char_major(const char *text, const char *name, unsigned *ret)
+{
+	struct major_query q = { .name = name };
+
+	if (!text || !name || !ret)
+		return -EINVAL;
+	for_each_char_major(text, match_major, &q);
+	if (!q.major)
+		return -ENOENT;
+	*ret = q.major;
 	return 0;
 }
 
@@ -224,24 +269,6 @@ static int load_node(struct gs_devset *ds, int dirfd, const char *name, enum gs_
 	return gs_devset_add(ds, st.st_dev, st.st_ino, k, minor);
 }
 
-/* Open a directory relative to dirfd with its own file offset. */
-static DIR *opendir_at(int dirfd, const char *name)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-	}
-	return d;
-}
-
 static int load_dev_root(struct gs_devset *ds, int dev_fd)
 {
 	static const char *const fixed[] = { "nvidiactl", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools" };
@@ -257,7 +284,7 @@ static int load_dev_root(struct gs_devset *ds, int dev_fd)
 			return r;
 	}
 	/* nvidia<N>: one directory pass instead of 248 failing stats. */
-	d = opendir_at(dev_fd, ".");
+	d = gs_opendir_at(dev_fd, ".");
 	if (!d)
 		return -errno;
 	r = 0;
@@ -276,7 +303,7 @@ static int load_dev_root(struct gs_devset *ds, int dev_fd)
 	if (r < 0)
 		return r;
 
-	d = opendir_at(dev_fd, "nvidia-caps");
+	d = gs_opendir_at(dev_fd, "nvidia-caps");
 	if (!d)
 		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
 	while ((errno = 0, de = readdir(d))) {

@@ -40,6 +40,11 @@ struct gs_devset {
 /* Parse the text of /proc/devices (character section) into the majors. Pure. */
 int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds);
 
+/* The major of the character driver registered as name ("kfd", whose
+ * major is dynamic; "drm", 226) in /proc/devices text. -ENOENT when the
+ * driver is not loaded. Pure. */
+int gs_devset_char_major(const char *text, const char *name, unsigned *ret);
+
 /* Majors from root's /proc/devices, identities of dev root's nvidia<N>,
  * nvidiactl, nvidia-modeset, nvidia-uvm, nvidia-uvm-tools, nvidia-caps/<*>. */
 int gs_devset_load(const struct gs_root *root, struct gs_devset *ret);

@@ -256,6 +256,38 @@ int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
 	return gs_read_fd(fd, max, true, ret_buf, ret_len);
 }
 
+DIR *gs_opendir_at(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+int gs_read_u64_at(int dirfd, const char *path, uint64_t *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	r = gs_read_file_at(dirfd, path, 64, &buf, &len);
+	if (r < 0)
+		return r;
+	/* sysfs prints "%llu\n": the newline goes, nothing else is allowed. */
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return gs_parse_u64(buf, ret);
+}
+
 uint64_t gs_now_ns(void)
 {
 	struct timespec ts;

@@ -4,6 +4,8 @@
 #ifndef GS_UTIL_H
 #define GS_UTIL_H
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +24,24 @@ static inline void gs_closep(int *fd) { if (*fd >= 0) close(*fd); }
 /* Hand ownership on: returns the value and leaves the variable empty. */
 #define GS_TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
 #define GS_TAKE_FD(fd) ({ int _t = (fd); (fd) = -1; _t; })
+
+/* Room for element n of a malloc'd array arr of cap elements: doubles cap
+ * (from 8) when n reached it. 0, or -ENOMEM with arr and cap untouched. */
+#define GS_ARRAY_RESERVE(arr, cap, n)                                                        \
+	({                                                                                   \
+		int _r = 0;                                                                  \
+		if ((n) >= (cap)) {                                                          \
+			size_t _nc = (cap) ? (cap) * 2 : 8;                                  \
+			__typeof__(arr) _na = reallocarray((arr), _nc, sizeof(*(arr)));       \
+			if (_na) {                                                           \
+				(arr) = _na;                                                 \
+				(cap) = _nc;                                                 \
+			} else {                                                             \
+				_r = -ENOMEM;                                                \
+			}                                                                    \
+		}                                                                            \
+		_r;                                                                          \
+	})
 
 /* Checked parsers: whole string must be consumed, no sign, no overflow.
  * Return 0 or -EINVAL / -ERANGE. */
@@ -50,6 +70,15 @@ bool gs_endswith(const char *s, const char *suffix);
 /* Read a whole file relative to dirfd (AT_FDCWD allowed) into a NUL-terminated
  * malloc'd buffer (up to max bytes; larger files are truncated). */
 int gs_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+
+/* opendir() of path relative to dirfd, with its own fd (so the stream's
+ * offset is not shared with dirfd). NULL with errno set on failure. */
+DIR *gs_opendir_at(int dirfd, const char *path);
+
+/* Read a small file relative to dirfd that holds one unsigned decimal number
+ * and a newline (a sysfs attribute such as mem_info_vram_used). Returns 0,
+ * -errno of the read, or -EINVAL/-ERANGE when it holds anything else. */
+int gs_read_u64_at(int dirfd, const char *path, uint64_t *ret);
 
 /* Read fd to its end into a NUL-terminated malloc'd buffer of at most max
  * bytes: with truncate the rest is ignored, without it -EFBIG. */

@@ -86,6 +86,39 @@ static void test_parse_proc_devices(void **state)
 	assert_int_equal(gs_devset_parse_proc_devices(NULL, &ds), -EINVAL);
 }
 
+/* KFD's major is dynamic: register_chrdev(0, "kfd") in kfd_chardev.c. */
+static void test_char_major_by_name(void **state)
+{
+	const char *text =
+		"Character devices:\n"
+		"  1 mem\n"
+		"195 nvidia-frontend\n"
+		"226 drm\n"
+		"243 media\n"
+		"244 mei\n"
+		"245 kfd\n"
+		"261 accel\n"
+		"\n"
+		"Block devices:\n"
+		"  7 loop\n"
+		"250 kfdx\n"
+		"259 blkext\n";
+	unsigned major = 0;
+
+	(void)state;
+	assert_int_equal(gs_devset_char_major(text, "kfd", &major), 0);
+	assert_int_equal(major, 245);
+	assert_int_equal(gs_devset_char_major(text, "drm", &major), 0);
+	assert_int_equal(major, 226);
+	/* Exact names, character section only. */
+	assert_int_equal(gs_devset_char_major(text, "kfdx", &major), -ENOENT);
+	assert_int_equal(gs_devset_char_major(text, "loop", &major), -ENOENT);
+	assert_int_equal(gs_devset_char_major(text, "kf", &major), -ENOENT);
+	assert_int_equal(gs_devset_char_major("", "kfd", &major), -ENOENT);
+	assert_int_equal(gs_devset_char_major(NULL, "kfd", &major), -EINVAL);
+	assert_int_equal(major, 226);
+}
+
 static void test_classify_rdev(void **state)
 {
 	struct gs_devset ds = { .nvidia_major = 195, .uvm_major = 238, .caps_major = 241 };
@@ -283,6 +316,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_proc_devices),
+		cmocka_unit_test(test_char_major_by_name),
 		cmocka_unit_test(test_classify_rdev),
 		cmocka_unit_test(test_add_and_classify_ino),
 		cmocka_unit_test_setup_teardown(test_load_plain_files, setup, teardown),
