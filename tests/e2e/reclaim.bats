@@ -244,7 +244,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_dead "$main" "$child"
 }
 
-@test "reclaim: a unit systemd does not know (stop fails) falls back to signals" {
+@test "reclaim: a unit systemd does not know is not stopped (its manager has no such unit there); its process is signalled" {
 	require_cgroups
 	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/system.slice/ghost.service")
 	launch ghost bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --ready-file "$3"' \
@@ -253,9 +253,11 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 
 	run --separate-stderr gs reclaim -y --json --grace 1
 	assert_status 0
-	assert_eq "$(jqo '.units[0] | "\(.unit) \(.exit_status)"')" "ghost.service 5" "unit stop result"
-	assert_match "$(jqo '.units[0].error')" "not loaded" "unit stop error"
+	assert_eq "$(jqo '.units[0] | "\(.unit) \(.stopped) \(.command) \(.exit_status)"')" "ghost.service false null null" "unit stop result"
+	assert_match "$(jqo '.units[0].error')" "^not stopped: its manager's ghost.service is nowhere" "unit stop error"
+	assert_no_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop" "systemctl calls"
 	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "exited-after-term SIGTERM,SIGCONT" "process"
+	assert_match "$(jqo .summary)" "unit ghost.service not stopped through its manager" summary
 	assert_dead "$p"
 }
 
@@ -273,8 +275,11 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_status 0
 	assert_eq "$(target_json "$main" '"\(.action) \(.unit) \(.container)"')" "stop-unit infer.service $vmid" "plan"
 	assert_eq "$(jqo '.units[0] | "\(.command) \(.exit_status)"')" "pct exec $vmid -- systemctl stop -- infer.service 0" "unit stop"
-	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct log"
-	assert_eq "$(cat "$FAKE_PCT_DIR/$vmid/log")" "systemctl stop -- infer.service" "container's systemctl log"
+	# Asked first whether the CT's infer.service is the cgroup the holder is in.
+	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl show -p ControlGroup --value -- infer.service
+pct exec $vmid -- systemctl stop -- infer.service" "pct log"
+	assert_eq "$(cat "$FAKE_PCT_DIR/$vmid/log")" "systemctl show -p ControlGroup --value -- infer.service
+systemctl stop -- infer.service" "container's systemctl log"
 	assert_eq "$(proc_json "$main" '"\(.outcome) \(.signals | join(","))"')" "stopped-with-unit " "main process"
 	assert_eq "$(jqo '.gpus[] | select(.index == 1) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 16384 0" "GPU 1"
 	assert_dead "$main"
@@ -294,17 +299,20 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	infer=$UNIT_MAIN
 	for f in t s i; do wait_for 10 test -f "$BATS_TEST_TMPDIR/$f.ready"; done
 
+	# The selection goes; what it left alone keeps GPU 0 busy: exit 6.
 	run --separate-stderr gs reclaim -y --json --unit trainer
-	assert_status 0
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$trainer" "--unit trainer targets"
-	assert_eq "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop -- trainer.service" "systemctl calls"
+	assert_eq "$(grep -c 'systemctl stop' "$FAKE_SYSTEMD_DIR/log")" 1 "systemctl stops"
+	assert_match "$(cat "$FAKE_SYSTEMD_DIR/log")" "systemctl stop -- trainer.service" "systemctl calls"
 	assert_dead "$trainer"
 	assert_alive "$server" "$infer"
 
 	run --separate-stderr gs reclaim -y --json --container "$vmid"
-	assert_status 0
+	assert_status 6
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$infer" "--container targets"
-	assert_eq "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct calls"
+	assert_match "$(cat "$FAKE_PCT_DIR/log")" "pct exec $vmid -- systemctl stop -- infer.service" "pct calls"
 	assert_dead "$infer"
 	assert_alive "$server"
 }
@@ -356,12 +364,15 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	t=$(rpid t) s=$(rpid s)
 
 	run --separate-stderr gs reclaim -y --match 'trainer' --json
-	assert_status 0
+	# The selection is gone, but the server it left alone holds GPU 0:
+	# not "clean" (exit 6), and the verdict names it.
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$t" targets
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $s) | .reason")" "not selected" "server"
-	# Clean for this selection: the memory of what it left alone is the
-	# baseline.
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.baseline_mib)"')" "true 2000 2016" "GPU 0"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .left_alone_holders[] | "\(.pid) \(.comm) \(.memory_mib)"')" "$s server 2000" "left alone, holding"
+	assert_match "$(jqo .summary)" "selection gone, but processes left alone hold memory: GPU 0 2000 MiB held by $s \\(server\\)" summary
 	assert_dead "$t"
 	assert_alive "$s"
 }
