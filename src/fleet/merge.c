@@ -281,8 +281,9 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 				continue;
 			sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
 				(long long)json_integer_value(json_object_get(g, "index")));
-			json_array_foreach(others, k, x)
+			json_array_foreach(others, k, x) {
 				sb_pid(why, doc, json_integer_value(json_object_get(x, "pid")), k == 0);
+			}
 			sb_addf(why, " (left alone)");
 		}
 		return GS_HV_SELECTION_GONE;

@@ -296,7 +296,7 @@ static void read_exe(int pid_dirfd, struct gs_procinfo *pi)
 	len = (size_t)n;
 	path[len] = '\0';
 	if (len > sizeof(deleted) - 1 && !strcmp(path + len - (sizeof(deleted) - 1), deleted))
-		path[len -= sizeof(deleted) - 1] = '\0';
+		path[len - (sizeof(deleted) - 1)] = '\0';
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	if (!*base || strlen(base) >= sizeof(pi->exe_name))
