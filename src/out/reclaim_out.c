@@ -243,7 +243,7 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
 			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, gp->name, b, a, bl);
 			if (gv->clean && gv->n_others) {
-				fprintf(f, "selection gone; %llu MiB held by processes left alone:",
+				fprintf(f, "not free: %llu MiB held by processes left alone:",
 					(unsigned long long)(gv->others_total / GS_MIB));
 				for (size_t k = 0; k < gv->n_others && k < GS_ARRAY_SIZE(gv->others); k++)
 					fprintf(f, "%s %d (%s)", k ? "," : "", (int)gv->others[k], gv->others_comm[k]);

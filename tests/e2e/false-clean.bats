@@ -68,7 +68,7 @@ proc_json() { jqo ".processes[] | select(.pid == $1) | $2"; }
 
 	run --separate-stderr gs reclaim -y --match train
 	assert_status 6
-	assert_match "$output" "^0 +NVIDIA H200 +10240 MiB +8192 MiB +8208 MiB +selection gone; 8192 MiB held by processes left alone: $theirs \(serve\)\$" "GPU 0 line"
+	assert_match "$output" "^0 +NVIDIA H200 +10240 MiB +8192 MiB +8208 MiB +not free: 8192 MiB held by processes left alone: $theirs \(serve\)\$" "GPU 0 line"
 	assert_match "$output" "^Verdict: selection-gone " verdict
 	assert_match "$output" "^gpuslate: selection gone, but processes left alone hold memory: GPU 0 8192 MiB held by $theirs \(serve\)\$" summary
 	assert_dead "$mine"
