@@ -25,7 +25,8 @@ export GPUSLATE_LOCK_FILE=$HOST/lock GPUSLATE_STATE_FILE=$HOST/last-reclaim
 # start NAME ARGS...: run a holder (as NAME), wait until it holds the GPU.
 start() {
 	local name=$1 rf=$HOST/ready.$1; shift
-	ln -sf "$HOLDER" "$HOST/$name"
+	# A copy named NAME: what a process is rests on its executable.
+	[ -x "$HOST/$name" ] || install -m 0755 "$HOLDER" "$HOST/$name"
 	# Started outside this shell's job table, so that the shell does not
 	# chatter when gpuslate kills one; the ready file gives the PIDs.
 	( "$HOST/$name" --ready-file "$rf" "$@" </dev/null & )

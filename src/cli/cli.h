@@ -16,6 +16,11 @@ enum {
 	GS_EXIT_DRIVER = 3,
 	GS_EXIT_HOSTS = 4,
 	GS_EXIT_REFUSED = 5,
+	/* The selection is gone, but processes it left alone (not protected
+	 * daemons) still hold memory on the selected GPUs. */
+	GS_EXIT_SELECTION_GONE = 6,
+	/* A filter (-u, --unit, --container, --match) matched no process. */
+	GS_EXIT_NO_MATCH = 7,
 };
 
 enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT };

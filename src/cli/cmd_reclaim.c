@@ -1,6 +1,7 @@
 /* gpuslate reclaim and gpuslate wait: the pipeline discover -> plan -> stop
  * -> wait -> verify -> report, and its exit status. */
 #include "cli/cli.h"
+#include "core/filters.h"
 #include "core/plan.h"
 #include "core/snapshot.h"
 #include "core/stop.h"
@@ -10,6 +11,7 @@
 #include "util/spawn.h"
 #include "util/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -183,13 +185,13 @@ static void fill_selection(const struct gs_cli *cli, struct gs_selection *sel, b
 	sel->tolerance_mib = cli->tolerance_mib;
 	if (wait_mode)
 		return; /* wait: every compute holder of the GPUs must be gone */
-	sel->users = cli->users;
-	sel->n_users = cli->n_users;
-	sel->units = cli->units;
-	sel->n_units = cli->n_units;
-	sel->containers = cli->containers;
-	sel->n_containers = cli->n_containers;
-	sel->match = cli->match;
+	sel->filters.users = cli->users;
+	sel->filters.n_users = cli->n_users;
+	sel->filters.units = cli->units;
+	sel->filters.n_units = cli->n_units;
+	sel->filters.containers = cli->containers;
+	sel->filters.n_containers = cli->n_containers;
+	sel->filters.match = cli->match;
 	sel->include_clients = cli->include_clients;
 	sel->includes = cli->includes;
 	sel->n_includes = cli->n_includes;
@@ -228,18 +230,33 @@ static void record_last_reclaim(const struct gs_reclaim_report *rep)
 		(void)unlink(tmp);
 }
 
-/* A stopped process whose parent lives on (and is neither a target, init,
- * nor one of our own ancestors, such as the shell that started both) may
- * be restarted by that parent: watch for a respawn after the GPUs look clean. */
+/* Whoever supervises a process may restart it when it is killed from
+ * outside: a service manager (whatever its PID: systemd is PID 1, a
+ * container's init is the container's PID 1), a container runtime, or a
+ * parent that lives on and is neither a target, init, nor one of our own
+ * ancestors (such as the shell that started both). Every target whose stop
+ * did not go through its manager (signalled, or its unit stop failed or was
+ * refused) gets the watch after the GPUs look clean. */
 #define GS_RESPAWN_WATCH_MS 1000
-static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_ptable *pt, pid_t self)
+static bool owner_may_restart(enum gs_owner_kind k)
+{
+	return k == GS_OWNER_UNIT || k == GS_OWNER_USER_UNIT || gs_owner_kind_is_container(k);
+}
+
+static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_result *stop, const struct gs_snapshot *s,
+			      const struct gs_ptable *pt, pid_t self)
 {
 	for (size_t i = 0; i < p->n_targets; i++) {
-		const struct gs_pidstat *st = gs_ptable_find(pt, p->targets[i].pid);
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
+		const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
 		pid_t pp = st ? st->ppid : 0;
 
-		if (p->targets[i].action == GS_ACT_STOP_UNIT)
+		if (t->action == GS_ACT_STOP_UNIT && stop && t->unit >= 0 && (size_t)t->unit < stop->n_units &&
+		    stop->units[t->unit].stopped)
 			continue; /* systemd does not restart what it stopped */
+		if (h && h->info_ok && owner_may_restart(h->info.owner.kind))
+			return GS_RESPAWN_WATCH_MS;
 		if (pp <= 1 || gs_plan_find_target(p, pp) || gs_ptable_is_ancestor(pt, pp, self))
 			continue;
 		if (gs_ptable_find(pt, pp))
@@ -266,6 +283,28 @@ static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
 	if (fclose(mf) == 0)
 		json_object_set_new(j, "output", json_stringn(text, len));
 	free(text);
+}
+
+/* "--unit x.service matches no process", or the filters together. */
+static void no_match_text(const struct gs_selection *sel, const char (*unmatched)[320], size_t n, char *buf,
+			  size_t len)
+{
+	static const struct gs_filter_hits none;
+	char all[8][320];
+	const char (*list)[320] = unmatched;
+	size_t off;
+
+	if (n == 0) {
+		/* Each matches something, just not the same process. */
+		n = gs_filters_unmatched(&sel->filters, &none, all, GS_ARRAY_SIZE(all));
+		list = (const char (*)[320])all;
+	}
+	off = (size_t)snprintf(buf, len, "nothing matched: ");
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", list[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, " %s", list == unmatched ? (n == 1 ? "matches no process" : "match no process")
+							 : "together match no process");
 }
 
 static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
@@ -298,10 +337,14 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	struct gs_verify_result vr = { 0 };
 	struct gs_reclaim_report rep = { .command = wait_mode ? "wait" : "reclaim", .reason = cli->reason };
 	struct progress pg = { 0 };
+	struct gs_filters_host host = { 0 };
+	char unmatched[16][320], no_match_msg[1024] = "";
+	const char *resolved[GS_MAX_MULTI] = { 0 };
+	size_t n_unmatched = 0;
 	char err[512];
 	uint64_t t_start = gs_now_ms();
 	int lock_fd = -1, r, rc;
-	bool acting = !wait_mode && !cli->dry_run;
+	bool acting = !wait_mode && !cli->dry_run, no_match = false;
 
 	install_handlers();
 	if (acting) {
@@ -335,7 +378,29 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 		goto out_snapshot;
 	}
 	fill_selection(cli, &sel, wait_mode);
-	r = gs_plan_build(&s, &pt, &sel, d.self, &plan, err, sizeof(err));
+	if (gs_filters_any(&sel.filters)) {
+		/* Every process of the host, once: a filter that names nothing
+		 * is said by name, and a container prefix is resolved to the
+		 * one container it names (or refused when it names two). */
+		struct gs_filters f;
+
+		r = gs_filters_compile(&sel.filters, &f, err, sizeof(err));
+		if (r == 0) {
+			r = gs_filters_scan_host(&f, d.root.proc_fd, &pt, d.self, &host, err, sizeof(err));
+			gs_filters_free(&f);
+		}
+		if (r < 0) {
+			gs_err("%s", r == -EINVAL ? err : strerror(-r));
+			rc = r == -EINVAL ? GS_EXIT_USAGE : GS_EXIT_DRIVER;
+			goto out_ptable;
+		}
+		n_unmatched = gs_filters_unmatched(&sel.filters, &host.hits, unmatched, GS_ARRAY_SIZE(unmatched));
+		for (size_t i = 0; i < host.n_resolved && i < GS_ARRAY_SIZE(resolved); i++)
+			resolved[i] = host.resolved[i];
+		sel.filters.containers = resolved;
+		sel.filters.containers_exact = true;
+	}
+	r = gs_plan_build(&s, &pt, &sel, d.self, &d.self_owner, &plan, err, sizeof(err));
 	if (r < 0) {
 		gs_err("%s", err);
 		rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
@@ -344,18 +409,32 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	rep.before = &s;
 	rep.plan = &plan;
 	rep.dry_run = cli->dry_run;
+	rep.unmatched = (const char (*)[320])unmatched;
+	rep.n_unmatched = n_unmatched;
+	/* Nothing on the host passes the filters: a typo, a unit that does not
+	 * exist, a pdsh habit (-u 30). Said by name, never "clean". */
+	no_match = gs_filters_any(&sel.filters) && !host.any_match && plan.n_targets == 0;
+	if (no_match)
+		no_match_text(&sel, (const char (*)[320])unmatched, n_unmatched, no_match_msg, sizeof(no_match_msg));
+	else if (!cli->quiet)
+		for (size_t i = 0; i < n_unmatched; i++)
+			gs_warn("%s matches no process", unmatched[i]);
 
-	if (!wait_mode && !cli->json)
+	if (!wait_mode && !cli->json) {
 		gs_print_plan(stdout, &s, &plan);
+		if (no_match)
+			printf("%c%s.\n", toupper((unsigned char)no_match_msg[0]), no_match_msg + 1);
+	}
 	if (!wait_mode && cli->dry_run) {
-		rep.verdict = "dry-run";
-		rep.exit_status = GS_EXIT_CLEAN;
+		rep.verdict = no_match ? "no-match" : "dry-run";
+		rep.exit_status = no_match ? GS_EXIT_NO_MATCH : GS_EXIT_CLEAN;
+		rep.message = no_match ? no_match_msg : NULL;
 		rep.elapsed_ms = gs_now_ms() - t_start;
 		if (cli->json)
 			emit(cli, &rep);
 		else
 			printf("\nDry run: nothing was changed.\n");
-		rc = GS_EXIT_CLEAN;
+		rc = rep.exit_status;
 		goto out_plan;
 	}
 	if (acting && plan.n_targets && !cli->yes) {
@@ -407,7 +486,6 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 			rc = GS_EXIT_DRIVER;
 			goto out_plan;
 		}
-		vo.respawn_watch_ms = acting ? respawn_watch(&plan, &pt, d.self) : 0;
 		if (acting && plan.n_targets) {
 			struct gs_stop_opts so = {
 				.tick = stop_tick,
@@ -428,6 +506,9 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 			}
 			rep.stop = &stop;
 		}
+		/* Decided after the stop: a unit whose stop failed had its
+		 * processes signalled, and its manager may restart them. */
+		vo.respawn_watch_ms = acting ? respawn_watch(&plan, rep.stop, &s, &pt, d.self) : 0;
 		pg.s = &s;
 		pg.on = isatty(STDERR_FILENO) && !cli->quiet && !getenv("GPUSLATE_NO_PROGRESS");
 		if (interrupted) {
@@ -452,12 +533,20 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 		rep.verdict = "unverified";
 		rep.exit_status = GS_EXIT_DRIVER;
 		rep.message = "holders gone, but GPU memory could not be verified (NVML unusable)";
-	} else if (vr.clean) {
-		rep.verdict = "clean";
-		rep.exit_status = GS_EXIT_CLEAN;
-	} else {
+	} else if (!vr.clean) {
 		rep.verdict = "not-clean";
 		rep.exit_status = GS_EXIT_NOT_CLEAN;
+	} else if (no_match) {
+		rep.verdict = "no-match";
+		rep.exit_status = GS_EXIT_NO_MATCH;
+		rep.message = no_match_msg;
+	} else if (vr.others_hold) {
+		/* The selection is gone; the GPUs are not free. */
+		rep.verdict = "selection-gone";
+		rep.exit_status = GS_EXIT_SELECTION_GONE;
+	} else {
+		rep.verdict = "clean";
+		rep.exit_status = GS_EXIT_CLEAN;
 	}
 	rep.elapsed_ms = gs_now_ms() - t_start;
 	rc = emit(cli, &rep);
@@ -468,6 +557,7 @@ out_stop:
 out_plan:
 	gs_plan_free(&plan);
 out_ptable:
+	gs_filters_host_free(&host);
 	gs_ptable_free(&pt);
 out_snapshot:
 	gs_snapshot_free(&s);

@@ -95,7 +95,8 @@ static void usage(FILE *f)
 	      " -V, --version            version\n"
 	      "\n"
 	      "Exit status: 0 clean, 1 not clean, 2 usage error, 3 GPU driver failure,\n"
-	      "4 some hosts failed, 5 refused. See gpuslate(1).\n", f);
+	      "4 some hosts failed, 5 refused, 6 selection gone but processes left alone\n"
+	      "hold memory, 7 a filter matched no process. See gpuslate(1).\n", f);
 }
 
 

@@ -3,8 +3,6 @@
 #include "util/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +30,11 @@ const char *gs_leave_str(enum gs_leave w)
 	case GS_LEAVE_UNKNOWN: return "identity unreadable (permission denied)";
 	case GS_LEAVE_NO_DEVICE:
 		return "listed by NVML but holds no NVIDIA device: the PID was reused, or belongs to another PID namespace";
+	case GS_LEAVE_NO_CONTEXT:
+		return "listed by NVML but only has the device open, no GPU context mapped: the PID was reused, "
+		       "or belongs to another PID namespace";
+	case GS_LEAVE_OTHER_GPU:
+		return "also holds a GPU outside the selection: not taken with the target it belongs to";
 	}
 	return "unknown";
 }
@@ -51,6 +54,7 @@ void gs_plan_free(struct gs_plan *p)
 	free(p->targets);
 	free(p->left);
 	free(p->units);
+	free(p->others);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -75,24 +79,6 @@ static int push(void **arr, size_t *n, size_t elem, const void *v)
 	return 0;
 }
 
-static int resolve_user(const char *name, uid_t *ret, char *err, size_t errlen)
-{
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	uint32_t u;
-
-	if (gs_parse_u32(name, &u) == 0) {
-		*ret = (uid_t)u;
-		return 0;
-	}
-	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res) {
-		snprintf(err, errlen, "unknown user '%s'", name);
-		return -EINVAL;
-	}
-	*ret = res->pw_uid;
-	return 0;
-}
-
 static bool name_in(const char *const *list, size_t n, const struct gs_holder *h)
 {
 	for (size_t i = 0; i < n; i++)
@@ -101,76 +87,22 @@ static bool name_in(const char *const *list, size_t n, const struct gs_holder *h
 	return false;
 }
 
-/* Unit names match with or without the .service suffix. */
-static bool unit_matches(const char *want, const char *unit)
+static bool passes_filters(const struct gs_holder *h, const struct gs_filters *f)
 {
-	size_t lw = strlen(want);
+	const char *cmd = h->cmdline_full && h->cmdline_full[0] ? h->cmdline_full
+			  : h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm;
 
-	if (!unit[0])
-		return false;
-	if (!strcmp(want, unit))
-		return true;
-	return !strchr(want, '.') && !strncmp(unit, want, lw) && !strcmp(unit + lw, ".service");
+	return gs_filters_test(f, h->info.status.uid, &h->info.owner, cmd, NULL);
 }
 
-/* Container ids match in full or by a prefix of at least 4 characters
- * (docker's short ids), and CT names/vmids exactly. */
-static bool container_matches(const char *want, const struct gs_owner *o)
+/* The GPUs a holder holds that the selection does not cover, NVML's word
+ * included: taking it by association would take those too. */
+static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel)
 {
-	size_t lw = strlen(want);
-
-	switch (o->kind) {
-	case GS_OWNER_DOCKER:
-	case GS_OWNER_PODMAN:
-	case GS_OWNER_KUBERNETES:
-		return lw >= 4 && !strncmp(o->name, want, lw);
-	case GS_OWNER_LXC:
-	case GS_OWNER_NSPAWN:
-		return !strcmp(o->name, want);
-	default:
-		return false;
-	}
-}
-
-struct filters {
-	uid_t uids[64];
-	size_t n_uids;
-	regex_t re;
-	bool have_re;
-};
-
-static bool passes_filters(const struct gs_holder *h, const struct gs_selection *sel, const struct filters *f)
-{
-	const struct gs_owner *o = &h->info.owner;
-
-	if (f->n_uids) {
-		bool ok = false;
-
-		for (size_t i = 0; i < f->n_uids && !ok; i++)
-			ok = h->info.status.uid == f->uids[i];
-		if (!ok)
-			return false;
-	}
-	if (sel->n_units) {
-		bool ok = false;
-		const char *u = o->kind == GS_OWNER_UNIT || o->kind == GS_OWNER_USER_UNIT ? o->name : o->unit;
-
-		for (size_t i = 0; i < sel->n_units && !ok; i++)
-			ok = unit_matches(sel->units[i], u);
-		if (!ok)
-			return false;
-	}
-	if (sel->n_containers) {
-		bool ok = false;
-
-		for (size_t i = 0; i < sel->n_containers && !ok; i++)
-			ok = container_matches(sel->containers[i], o);
-		if (!ok)
-			return false;
-	}
-	if (f->have_re && regexec(&f->re, h->info.cmdline[0] ? h->info.cmdline : h->info.st.comm, 0, NULL, 0) != 0)
-		return false;
-	return true;
+	for (int k = 0; k < 4; k++)
+		if ((h->gpus.bits[k] | h->nvml_gpus.bits[k]) & ~sel->bits[k])
+			return true;
+	return false;
 }
 
 /* Safety rules that no selection overrides. Returns true and sets *why when
@@ -243,15 +175,20 @@ static bool has_target_ancestor(const struct gs_plan *p, const struct gs_ptable 
 	return false;
 }
 
-static int unit_index(struct gs_plan *p, const char *unit, const char *container)
+static int unit_index(struct gs_plan *p, const char *unit, const char *container, const char *cgroup)
 {
 	struct gs_unit_stop u = { 0 };
 
 	for (size_t i = 0; i < p->n_units; i++)
-		if (!strcmp(p->units[i].unit, unit) && !strcmp(p->units[i].container, container))
+		if (!strcmp(p->units[i].unit, unit) && !strcmp(p->units[i].container, container)) {
+			/* One name, two cgroups: not one unit. Stop neither. */
+			if (strcmp(p->units[i].cgroup, cgroup))
+				return -1;
 			return (int)i;
+		}
 	gs_strlcpy(u.unit, unit, sizeof(u.unit));
 	gs_strlcpy(u.container, container, sizeof(u.container));
+	gs_strlcpy(u.cgroup, cgroup, sizeof(u.cgroup));
 	if (push((void **)&p->units, &p->n_units, sizeof(u), &u) < 0)
 		return -ENOMEM;
 	return (int)p->n_units - 1;
@@ -285,49 +222,58 @@ bool gs_unit_is_infrastructure(const char *unit)
 	       gs_startswith(unit, "display-manager");
 }
 
-static bool same_owner(const struct gs_owner *a, const struct gs_owner *b)
+/* Is the cgroup path `path` the unit's cgroup `unit_path` or below it? */
+static bool cgroup_within(const char *path, const char *unit_path, size_t len)
 {
-	return a->kind == b->kind && !strcmp(a->name, b->name) && !strcmp(a->unit, b->unit);
+	return !strncmp(path, unit_path, len) && (path[len] == '\0' || path[len] == '/');
 }
 
-/* Stopping a unit ends every process in it. Only when that takes nothing
- * the selection leaves alone: no other GPU holder of the same unit that is
- * not a target, and none holding a GPU outside the selection. */
-static bool unit_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_holder *h)
+/* Stopping a unit ends every process in its cgroup, subgroups and delegated
+ * subtrees included, whatever their owner reads as. Only when that takes
+ * nothing the selection leaves alone: every GPU holder inside the unit's
+ * cgroup is a target and none holds a GPU outside the selection. A holder
+ * whose cgroup could not be read might be inside: then no unit stop. */
+static bool unit_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_owner *uo)
 {
+	size_t len = (size_t)uo->unit_cg_start + uo->unit_cg_len;
+
 	for (size_t i = 0; i < s->n_holders; i++) {
 		const struct gs_holder *o = &s->holders[i];
-		struct gs_gpuset outside;
 
-		if (!o->alive || !o->info_ok || !same_owner(&o->info.owner, &h->info.owner))
+		if (!o->alive)
 			continue;
-		if (!is_target(p, o->pid))
+		if (!o->info_ok)
 			return false;
-		for (int k = 0; k < 4; k++)
-			outside.bits[k] = o->gpus.bits[k] & ~p->gpus.bits[k];
-		if (!gs_gpuset_empty(&outside))
+		if (!cgroup_within(o->info.owner.cgroup, uo->cgroup, len))
+			continue;
+		if (!is_target(p, o->pid) || holds_outside(o, &p->gpus))
 			return false;
 	}
 	return true;
 }
 
-/* Which unit stop, if any, ends this target the way its supervisor expects. */
+/* Which unit stop, if any, ends this target the way its supervisor expects.
+ * Only a unit its manager knows by that cgroup: never one below a
+ * delegation boundary (a container's or a runner's own manager has it, and
+ * the host's unit of that name is another unit). */
 static int choose_unit(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_holder *h,
 		       const struct gs_selection *sel, const struct gs_owner *self_owner)
 {
 	const struct gs_owner *o = &h->info.owner;
+	char cg[sizeof(o->cgroup)];
 
-	if (sel->no_units || !unit_stop_is_contained(p, s, h))
+	if (sel->no_units || o->delegated || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0 ||
+	    !unit_stop_is_contained(p, s, o))
 		return -1;
 	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service") && !gs_unit_is_infrastructure(o->name)) {
 		/* Never stop the unit gpuslate itself runs in. */
-		if (self_owner->kind == GS_OWNER_UNIT && !strcmp(self_owner->name, o->name))
+		if (cgroup_within(self_owner->cgroup, o->cgroup, (size_t)o->unit_cg_start + o->unit_cg_len))
 			return -1;
-		return unit_index(p, o->name, "");
+		return unit_index(p, o->name, "", cg);
 	}
 	if (o->kind == GS_OWNER_LXC && gs_endswith(o->unit, ".service") && !gs_unit_is_infrastructure(o->unit) &&
 	    (sel->have_pct || sel->have_lxc_attach))
-		return unit_index(p, o->unit, o->name);
+		return unit_index(p, o->unit, o->name, cg);
 	return -1;
 }
 
@@ -347,7 +293,11 @@ static bool left_for_safety(const struct gs_plan *p, pid_t pid)
 	       left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
 }
 
-static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
+/* What may stay on each GPU: the memory NVML accounts to processes left
+ * alone, plus the tolerance. The part held by processes that are not
+ * protected daemons is also listed (p->others): the selection is gone, but
+ * those GPUs are not free. */
+static int compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
 		uint64_t keep = tolerance * GS_MIB;
@@ -355,13 +305,14 @@ static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uin
 		p->baseline_known[g] = s->gpus[g].mem_known;
 		for (size_t k = 0; k < s->n_nvml; k++) {
 			const struct gs_nvml_entry *e = &s->nvml[k];
-			const struct gs_holder *h;
+			const struct gs_holder *h, *holder;
+			struct gs_plan_other other = { .pid = e->pid, .gpu = (unsigned)g, .mem = e->mem_used };
 
 			if (e->gpu != g || !e->mem_known)
 				continue;
 			if (is_target(p, e->pid))
 				continue;
-			h = gs_snapshot_find(s, e->pid);
+			h = holder = gs_snapshot_find(s, e->pid);
 			/* A live PID left alone because it holds no NVIDIA device
 			 * is not what the driver accounts the memory to: that
 			 * memory has to go. */
@@ -378,18 +329,39 @@ static void compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uin
 					heir_targeted |= is_target(p, heirs[i]);
 				if (heir_targeted || n == 0)
 					continue;
+				/* ... and its heirs, left alone, hold it. */
+				other.pid = heirs[0];
+				holder = gs_snapshot_find(s, heirs[0]);
 			}
 			keep += e->mem_used;
+			if (e->mem_used == 0 || (holder && holder->alive && holder->role == GS_ROLE_PROTECTED &&
+						 left_for(p, holder->pid, GS_LEAVE_PROTECTED)))
+				continue;
+			gs_strlcpy(other.comm, holder && holder->info_ok ? holder->info.st.comm : "?", sizeof(other.comm));
+			if (push((void **)&p->others, &p->n_others, sizeof(other), &other) < 0)
+				return -ENOMEM;
 		}
 		p->baseline[g] = keep;
 	}
+	return 0;
+}
+
+/* A holder that a target would take along but that holds a GPU outside the
+ * selection: left alone, and the plan says why. */
+static int leave_for_other_gpu(struct gs_plan *p, const struct gs_holder *h, int idx)
+{
+	for (size_t m = 0; m < p->n_left; m++)
+		if (p->left[m].pid == h->pid) {
+			p->left[m].why = GS_LEAVE_OTHER_GPU;
+			return 0;
+		}
+	return add_left(p, h, idx, GS_LEAVE_OTHER_GPU);
 }
 
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
-		  pid_t self, struct gs_plan *p, char *err, size_t errlen)
+		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *p, char *err, size_t errlen)
 {
-	struct filters f = { 0 };
-	struct gs_owner self_owner = { 0 };
+	struct gs_filters f;
 	bool changed;
 	int r;
 
@@ -397,35 +369,9 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	r = gs_gpusel_resolve(sel->gpus, s->gpus, s->n_gpus, &p->gpus, err, errlen);
 	if (r < 0)
 		return -EINVAL;
-	if (sel->n_users > GS_ARRAY_SIZE(f.uids)) {
-		snprintf(err, errlen, "too many users");
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < sel->n_users; i++) {
-		r = resolve_user(sel->users[i], &f.uids[f.n_uids++], err, errlen);
-		if (r < 0)
-			return r;
-	}
-	if (sel->match) {
-		r = regcomp(&f.re, sel->match, REG_EXTENDED | REG_NOSUB);
-		if (r != 0) {
-			char msg[128];
-
-			regerror(r, &f.re, msg, sizeof(msg));
-			snprintf(err, errlen, "invalid --match '%s': %s", sel->match, msg);
-			return -EINVAL;
-		}
-		f.have_re = true;
-	}
-	{
-		/* Our own owner: the unit we run in must never be stopped by us. */
-		char *txt = NULL;
-
-		if (gs_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &txt, NULL) == 0) {
-			(void)gs_owner_from_cgroup(txt, &self_owner);
-			free(txt);
-		}
-	}
+	r = gs_filters_compile(&sel->filters, &f, err, errlen);
+	if (r < 0)
+		return r;
 
 	/* 1. Holders of the selected GPUs. */
 	for (size_t i = 0; i < s->n_holders; i++) {
@@ -465,10 +411,13 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 			goto next;
 		}
 		if (h->role == GS_ROLE_CLIENT && !sel->include_clients && !name_in(sel->includes, sel->n_includes, h)) {
-			r = add_left(p, h, (int)i, GS_LEAVE_CLIENT);
+			/* A monitor NVML names: an fd is not a context. */
+			r = add_left(p, h, (int)i,
+				     gs_gpuset_intersects(&h->nvml_unconfirmed, &p->gpus) ? GS_LEAVE_NO_CONTEXT
+											: GS_LEAVE_CLIENT);
 			goto next;
 		}
-		if (!passes_filters(h, sel, &f)) {
+		if (!passes_filters(h, &f)) {
 			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
 			goto next;
 		}
@@ -480,7 +429,8 @@ next:
 
 	/* 2. Descendants of targets that hold a selected GPU go with them,
 	 * whatever their role or filters, but never past the safety rules or a
-	 * protected name. */
+	 * protected name, and never one that also holds a GPU outside the
+	 * selection: that one is not ours to take by association. */
 	do {
 		changed = false;
 		for (size_t k = 0; k < p->n_left; k++) {
@@ -488,11 +438,15 @@ next:
 			const struct gs_holder *h;
 			pid_t anc;
 
-			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED)
+			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED && l->why != GS_LEAVE_NO_CONTEXT)
 				continue;
 			h = &s->holders[l->holder];
 			if (!has_target_ancestor(p, pt, h->pid, &anc))
 				continue;
+			if (holds_outside(h, &p->gpus)) {
+				l->why = GS_LEAVE_OTHER_GPU;
+				continue;
+			}
 			r = add_target(p, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
 			if (r < 0)
 				goto fail;
@@ -510,7 +464,7 @@ next:
 
 		if (t->holder < 0)
 			continue;
-		u = choose_unit(p, s, &s->holders[t->holder], sel, &self_owner);
+		u = choose_unit(p, s, &s->holders[t->holder], sel, self_owner);
 		if (u == -ENOMEM) {
 			r = -ENOMEM;
 			goto fail;
@@ -522,7 +476,9 @@ next:
 	}
 
 	/* 4. A target that leads its own process group takes the group with it
-	 * (workers, helpers). Members are signalled one by one through pidfds. */
+	 * (workers, helpers). Members are signalled one by one through pidfds.
+	 * A member that holds a GPU outside the selection stays, and shows
+	 * why. */
 	{
 		size_t n0 = p->n_targets;
 		const struct gs_pidstat *me = gs_ptable_find(pt, self);
@@ -530,7 +486,7 @@ next:
 		for (size_t i = 0; i < n0; i++) {
 			struct gs_target *t = &p->targets[i];
 			pid_t leader = t->pid;
-			size_t members = 0;
+			size_t members = 0; /* taken with it */
 			const struct gs_pidstat *lst = gs_ptable_find(pt, leader);
 
 			if (t->action != GS_ACT_SIGNAL || t->why != GS_WHY_HOLDER || !lst || lst->pgrp != leader ||
@@ -542,24 +498,37 @@ next:
 				const struct gs_pidstat *st = &pt->procs[k];
 				const struct gs_holder *h;
 				enum gs_leave why;
+				int hidx;
 
 				if (st->pgrp != leader || st->pid == leader)
 					continue;
-				members++;
-				if (is_target(p, st->pid) || never_touch(st, pt, self, &why) ||
-				    gs_is_protected_name(st->comm, NULL))
+				if (is_target(p, st->pid)) {
+					members++;
+					continue;
+				}
+				if (never_touch(st, pt, self, &why))
 					continue;
 				h = gs_snapshot_find(s, st->pid);
-				if (h && (h->role == GS_ROLE_PROTECTED ||
-					  (h->info_ok && gs_is_protected_name(h->info.st.comm, h->info.name))))
+				hidx = h ? (int)(h - s->holders) : -1;
+				/* The table and the snapshot were read apart: the same
+				 * PID must be the same process. */
+				if (h && (!h->info_ok || h->info.st.starttime != st->starttime))
 					continue;
-				r = add_target(p, st, -1, GS_WHY_GROUP_MEMBER, leader);
+				if (h ? h->role == GS_ROLE_PROTECTED : gs_is_protected_name(st->comm, NULL))
+					continue;
+				if (h && holds_outside(h, &p->gpus)) {
+					r = leave_for_other_gpu(p, h, hidx);
+					if (r < 0)
+						goto fail;
+					continue;
+				}
+				r = add_target(p, st, hidx, GS_WHY_GROUP_MEMBER, leader);
 				if (r < 0)
 					goto fail;
+				members++;
 				/* The left-alone entry, if any, is superseded. */
 				for (size_t m = 0; m < p->n_left; m++)
 					if (p->left[m].pid == st->pid) {
-						p->targets[p->n_targets - 1].holder = p->left[m].holder;
 						memmove(&p->left[m], &p->left[m + 1], (p->n_left - m - 1) * sizeof(p->left[0]));
 						p->n_left--;
 						break;
@@ -571,13 +540,13 @@ next:
 		}
 	}
 
-	compute_baseline(p, s, sel->tolerance_mib);
-	if (f.have_re)
-		regfree(&f.re);
+	r = compute_baseline(p, s, sel->tolerance_mib);
+	if (r < 0)
+		goto fail;
+	gs_filters_free(&f);
 	return 0;
 fail:
-	if (f.have_re)
-		regfree(&f.re);
+	gs_filters_free(&f);
 	gs_plan_free(p);
 	snprintf(err, errlen, "out of memory");
 	return r;

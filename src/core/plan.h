@@ -6,11 +6,11 @@
 #ifndef GS_PLAN_H
 #define GS_PLAN_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/filters.h"
 #include "core/snapshot.h"
 #include "proc/ptable.h"
 
@@ -40,6 +40,10 @@ struct gs_target {
 struct gs_unit_stop {
 	char unit[256];
 	char container[256]; /* LXC/Proxmox CT id when the unit runs inside one, "" on the host */
+	/* The unit's cgroup as its manager must report it (ControlGroup=):
+	 * the stop stage stops the unit only when the manager's unit of that
+	 * name is the one these processes are in. */
+	char cgroup[1024];
 };
 
 enum gs_leave {
@@ -53,6 +57,8 @@ enum gs_leave {
 	GS_LEAVE_DEAD,       /* listed by NVML, no such process: nothing to signal */
 	GS_LEAVE_UNKNOWN,    /* could not read its identity (permission) */
 	GS_LEAVE_NO_DEVICE,  /* NVML lists the PID, but that process holds no NVIDIA device */
+	GS_LEAVE_NO_CONTEXT, /* NVML lists the PID, but it only has the device open (no mapping) */
+	GS_LEAVE_OTHER_GPU,  /* descendant or group member of a target that also holds an unselected GPU */
 };
 
 struct gs_leftalone {
@@ -64,15 +70,20 @@ struct gs_leftalone {
 
 struct gs_selection {
 	const char *gpus;
-	const char *const *users; size_t n_users;
-	const char *const *units; size_t n_units;
-	const char *const *containers; size_t n_containers;
-	const char *match;          /* POSIX extended regex over the command line */
+	struct gs_filter_spec filters; /* -u, --unit, --container, --match */
 	bool include_clients;
 	const char *const *includes; size_t n_includes; /* protected names allowed */
 	bool no_units;
 	bool have_pct, have_lxc_attach; /* which container tools exist (for CT units) */
 	uint64_t tolerance_mib;
+};
+
+/* Memory a process left alone holds on a selected GPU (NVML's figure). */
+struct gs_plan_other {
+	pid_t pid;
+	unsigned gpu;            /* snapshot index */
+	uint64_t mem;            /* bytes */
+	char comm[16];
 };
 
 struct gs_plan {
@@ -87,12 +98,18 @@ struct gs_plan {
 	 * tolerance). Clean means used <= baseline and no target remains. */
 	uint64_t baseline[GS_MAX_GPUS];
 	bool baseline_known[GS_MAX_GPUS];
+	/* The part of the baseline that processes left alone hold and that
+	 * are not protected daemons (not selected, gpuslate's ancestors, ...):
+	 * with it the GPUs are not free, whatever the selection says. */
+	struct gs_plan_other *others;
+	size_t n_others;
 };
 
 /* Build the plan. Returns 0, or -EINVAL with a one-line reason in err (bad
- * regex, unknown GPU, unknown user). self is gpuslate's pid. */
+ * regex, unknown GPU, unknown user). self is gpuslate's pid; self_owner
+ * the owner of gpuslate's own cgroup (its unit is never stopped). */
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
-		  pid_t self, struct gs_plan *ret, char *err, size_t errlen);
+		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *ret, char *err, size_t errlen);
 void gs_plan_free(struct gs_plan *p);
 
 const char *gs_action_str(enum gs_action a);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Infrastructure that must survive a clean slate unless named explicitly:
  * killing these freezes GPUs (DCGM), breaks NVLink fabrics or the display. */
@@ -48,6 +49,56 @@ const char *gs_protected_name(size_t i)
 	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
 }
 
+/* Their units, for a process whose executable cannot be read (another
+ * user's when gpuslate is not root): only root creates system units. */
+static const char *const protected_units[] = {
+	"nvidia-persistenced.service",
+	"nvidia-fabricmanager.service",
+	"nvidia-dcgm.service",
+	"dcgm.service",
+	"dcgm-exporter.service",
+	"nvidia-imex.service",
+	"nvidia-mps.service",
+	"display-manager.service",
+	"gdm.service",
+	"gdm3.service",
+	"sddm.service",
+	"lightdm.service",
+};
+
+/* systemd's SYSTEM_UID_MAX: accounts below it are made by packages, not
+ * handed to users. */
+#define GS_SYSTEM_UID_MAX 999
+
+static bool in_list(const char *const *list, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], s))
+			return true;
+	return false;
+}
+
+enum gs_protection gs_protection_of(const struct gs_procinfo *in)
+{
+	const struct gs_owner *o = &in->owner;
+	bool exe_named = in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name);
+	bool exe_trusted, unit_trusted;
+
+	if (!gs_is_protected_name(in->st.comm, in->name) && !exe_named)
+		return GS_PROT_NONE;
+	/* A user's copy, hard link or symlink of any binary fails here: the
+	 * link resolves, a copy is the user's, a link to root's python3 is
+	 * not named so. */
+	exe_trusted = exe_named && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
+	unit_trusted = o->kind == GS_OWNER_UNIT && !o->delegated &&
+		       in_list(protected_units, GS_ARRAY_SIZE(protected_units), o->name);
+	/* Even the real binary protects nothing when a user runs it: any
+	 * program can be loaded into it (LD_PRELOAD). */
+	if ((exe_trusted || unit_trusted) && (in->status.uid <= GS_SYSTEM_UID_MAX || unit_trusted))
+		return GS_PROT_VERIFIED;
+	return GS_PROT_UNVERIFIED;
+}
+
 const char *gs_role_str(enum gs_role r)
 {
 	switch (r) {
@@ -68,6 +119,14 @@ int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
 
 	memset(d, 0, sizeof(*d));
 	d->self = getpid();
+	{
+		/* The real /proc, whatever the root: it is this process. */
+		char *txt = NULL;
+
+		if (gs_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &txt, NULL) == 0)
+			(void)gs_owner_from_cgroup(txt, &d->self_owner);
+		free(txt);
+	}
 	r = gs_root_open(&d->root, &opts->paths);
 	if (r < 0)
 		return r;
@@ -116,6 +175,8 @@ void gs_discover_close(struct gs_discover *d)
 
 void gs_snapshot_free(struct gs_snapshot *s)
 {
+	for (size_t i = 0; i < s->n_holders; i++)
+		free(s->holders[i].cmdline_full);
 	free(s->gpus);
 	free(s->nvml);
 	free(s->holders);
@@ -279,9 +340,12 @@ static bool has_live_threads(int proc_fd, pid_t pid)
 	return n > 1;
 }
 
-/* An NVML-listed GPU counts as held only when the scan backs it up (the
- * process has that GPU's node open or mapped), or when the scan could not
- * look (fds unreadable), or the PID is gone (the fork case: shown as such). */
+/* An NVML-listed GPU counts as held only when the scan backs it up: the
+ * process maps that GPU's node, as a CUDA context does. An open fd alone is
+ * what every monitor has (nvidia-smi, exporters): a PID NVML names that only
+ * has the node open is another process that got the number (PID reuse,
+ * another PID namespace's numbering). Also when the scan could not look
+ * (fds unreadable), or the PID is gone (the fork case: shown as such). */
 static void confirm_nvml_gpus(const struct gs_snapshot *s, struct gs_holder *h)
 {
 	for (size_t g = 0; g < s->n_gpus; g++) {
@@ -289,8 +353,7 @@ static void confirm_nvml_gpus(const struct gs_snapshot *s, struct gs_holder *h)
 
 		if (!gs_gpuset_has(&h->nvml_gpus, (unsigned)g))
 			continue;
-		if (!h->alive || h->fds_denied || gs_minorset_has(&h->fd_minors, m) ||
-		    gs_minorset_has(&h->map_minors, m))
+		if (!h->alive || h->fds_denied || gs_minorset_has(&h->map_minors, m))
 			gs_gpuset_add(&h->gpus, (unsigned)g);
 		else
 			gs_gpuset_add(&h->nvml_unconfirmed, (unsigned)g);
@@ -307,7 +370,10 @@ static bool nvml_confirmed(const struct gs_holder *h)
 
 static void classify(struct gs_holder *h)
 {
-	if (h->info_ok && gs_is_protected_name(h->info.st.comm, h->info.name))
+	enum gs_protection prot = h->info_ok ? gs_protection_of(&h->info) : GS_PROT_NONE;
+
+	h->protected_unverified = prot == GS_PROT_UNVERIFIED;
+	if (prot == GS_PROT_VERIFIED)
 		h->role = GS_ROLE_PROTECTED;
 	else if (nvml_confirmed(h) || h->maps_gpu)
 		h->role = GS_ROLE_COMPUTE;
@@ -390,8 +456,14 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		fd = openat(d->root.proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
 			h->alive = true;
-			if (gs_procinfo_read(fd, h->pid, &h->info) == 0)
+			if (gs_procinfo_read(fd, h->pid, &h->info) == 0) {
 				h->info_ok = true;
+				if (gs_procinfo_read_cmdline(fd, &h->cmdline_full) == -ENOMEM) {
+					close(fd);
+					r = -ENOMEM;
+					goto fail;
+				}
+			}
 			close(fd);
 		}
 		if (h->info_ok && h->info.st.state == 'Z' && !has_live_threads(d->root.proc_fd, h->pid))
@@ -407,6 +479,8 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 	return gpu_r == -ENODEV ? -ENODEV : 0;
 
 fail:
+	for (size_t i = 0; i < hv.n; i++)
+		free(hv.v[i].cmdline_full);
 	gs_scan_result_free(&scan);
 	free(hv.v);
 	gs_snapshot_free(s);

@@ -67,6 +67,14 @@ struct gs_holder {
 	bool mem_known;
 	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML */
 	enum gs_role role;
+	/* Calls itself a protected daemon (comm, argv[0] or executable name)
+	 * but its executable, unit or uid do not bear that out: a name any
+	 * process can take (PR_SET_NAME) never protects it. Role compute or
+	 * client, flagged in the plan. */
+	bool protected_unverified;
+	/* The whole command line (gs_procinfo_read_cmdline), for --match;
+	 * NULL when it could not be read. Owned by the snapshot. */
+	char *cmdline_full;
 };
 
 /* One row of NVML's process lists, kept as the driver reported it (per GPU). */
@@ -110,6 +118,7 @@ struct gs_discover {
 	const char *gpu_source;
 	char gpu_warning[512];
 	pid_t self;
+	struct gs_owner self_owner; /* gpuslate's own cgroup: its unit is never stopped */
 	bool gpus_only;           /* snapshots skip holders (nvidia-smi style GPU queries) */
 };
 
@@ -129,6 +138,19 @@ const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid)
 bool gs_is_protected_name(const char *comm, const char *argv0_name);
 /* The i-th protected daemon name, NULL past the last (for messages). */
 const char *gs_protected_name(size_t i);
+
+enum gs_protection {
+	GS_PROT_NONE,        /* does not claim a protected name */
+	GS_PROT_VERIFIED,    /* a protected daemon */
+	GS_PROT_UNVERIFIED,  /* claims a protected name, fails the checks */
+};
+
+/* Whether a process is one of the protected daemons. The name (comm, argv[0]
+ * or the executable's) is only the claim; it holds when the executable is a
+ * protected daemon's (its file named so, owned by root, writable by no one
+ * else) or the process runs in one of their system units, and it runs as a
+ * system account (uid below 1000) or in such a unit. */
+enum gs_protection gs_protection_of(const struct gs_procinfo *in);
 
 const char *gs_role_str(enum gs_role r);
 

@@ -137,7 +137,9 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 	free(idx);
 }
 
-static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const char **argv, size_t max)
+/* [pct exec CT -- | lxc-attach -n CT --] systemctl VERB [OPTIONS] -- UNIT */
+static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const char *const *verb,
+			    const char **argv, size_t max)
 {
 	size_t n = 0;
 
@@ -155,26 +157,89 @@ static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const c
 		}
 	}
 	argv[n++] = "systemctl";
-	argv[n++] = "stop";
+	for (size_t i = 0; verb[i] && n + 3 < max; i++)
+		argv[n++] = verb[i];
 	/* Unit names come from cgroup paths; "--" keeps one that starts with
 	 * '-' from being read as an option. */
 	argv[n++] = "--";
 	argv[n++] = u->unit;
 	argv[n] = NULL;
-	(void)max;
+}
+
+static void argv_text(const char *const *argv, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; argv[i] && off < len - 2; i++) {
+		int k = snprintf(buf + off, len - off, "%s%s", i ? " " : "", argv[i]);
+
+		if (k < 0)
+			break;
+		off += (size_t)k;
+	}
+}
+
+/* The unit's manager, asked where its unit of that name is: stop it only
+ * when that is the cgroup the processes are in. The same name elsewhere (a
+ * container's or a runner's unit below a delegation boundary, a layout
+ * gpuslate does not know) is another unit, and stopping it a wrong kill. */
+static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_opts *o, struct gs_unit_result *ur)
+{
+	static const char *const show[] = { "show", "-p", "ControlGroup", "--value", NULL };
+	const char *argv[16];
+	char cmd[256];
+	struct gs_run_result rr;
+	int r;
+
+	build_unit_argv(u, o->have_pct, show, argv, GS_ARRAY_SIZE(argv));
+	argv_text(argv, cmd, sizeof(cmd));
+	r = gs_spawn_run_interruptible((char *const *)argv, o->unit_timeout_ms, 4096, o->interrupted, &rr);
+	if (r < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: cannot run %s: %s", argv[0], strerror(-r));
+		return false;
+	}
+	if (rr.timed_out || rr.interrupted || rr.exit_code != 0) {
+		char *nl = rr.err ? strchr(rr.err, '\n') : NULL;
+
+		if (nl)
+			*nl = '\0';
+		snprintf(ur->error, sizeof(ur->error), "not stopped: '%.200s' %s%s%.200s", cmd,
+			 rr.interrupted ? "was interrupted" : rr.timed_out ? "timed out" : "failed",
+			 rr.err && rr.err[0] ? ": " : "", rr.err ? rr.err : "");
+		gs_run_result_free(&rr);
+		return false;
+	}
+	{
+		const char *cg = rr.out ? gs_strstrip(rr.out) : "";
+
+		if (strcmp(cg, u->cgroup)) {
+			snprintf(ur->error, sizeof(ur->error),
+				 "not stopped: its manager's %.120s is %.150s, not %.150s where the processes are",
+				 u->unit, cg[0] ? cg : "nowhere (not loaded or not running)", u->cgroup);
+			gs_run_result_free(&rr);
+			return false;
+		}
+	}
+	gs_run_result_free(&rr);
+	return true;
 }
 
 static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, struct gs_unit_result *ur)
 {
-	const char *argv[12];
+	static const char *const stop[] = { "stop", NULL };
+	const char *argv[16];
 	struct gs_run_result rr;
-	size_t off = 0;
 	uint64_t t0 = gs_now_ms();
 	int r;
 
-	build_unit_argv(u, o->have_pct, argv, GS_ARRAY_SIZE(argv));
-	for (size_t i = 0; argv[i] && off < sizeof(ur->command) - 2; i++)
-		off += (size_t)snprintf(ur->command + off, sizeof(ur->command) - off, "%s%s", i ? " " : "", argv[i]);
+	ur->exit_code = -1;
+	if (!unit_is_theirs(u, o, ur)) {
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	build_unit_argv(u, o->have_pct, stop, argv, GS_ARRAY_SIZE(argv));
+	argv_text(argv, ur->command, sizeof(ur->command));
 	r = gs_spawn_run_interruptible((char *const *)argv, o->unit_timeout_ms, 4096, o->interrupted, &rr);
 	ur->took_ms = gs_now_ms() - t0;
 	if (r < 0) {
@@ -197,6 +262,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 			*nl = '\0';
 		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
 	}
+	ur->stopped = ur->exit_code == 0;
 	gs_audit_unit(u->unit, u->container, ur->exit_code);
 	gs_run_result_free(&rr);
 }
@@ -253,7 +319,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		if (!any)
 			continue;
 		stop_unit(&p->units[u], o, &r->units[u]);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n && r->units[u].stopped; i++)
 			if (active[i] && p->targets[i].unit == (int)u && gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				r->procs[i].outcome = GS_OUT_STOPPED_WITH_UNIT;
 				r->procs[i].exited_ms = since_ms(r);
@@ -306,7 +372,8 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				pr->outcome = pr->sent & GS_SENT_KILL ? GS_OUT_KILLED
 					      : pr->sent & GS_SENT_TERM ? GS_OUT_EXITED_TERM
-					      : p->targets[i].action == GS_ACT_STOP_UNIT ? GS_OUT_STOPPED_WITH_UNIT
+					      : p->targets[i].action == GS_ACT_STOP_UNIT &&
+							r->units[p->targets[i].unit].stopped ? GS_OUT_STOPPED_WITH_UNIT
 					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);
 			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {

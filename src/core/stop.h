@@ -43,10 +43,14 @@ struct gs_proc_result {
 };
 
 struct gs_unit_result {
-	char command[768];       /* the argv, for the report */
+	char command[768];       /* the stop command's argv, for the report; "" when not run */
 	int exit_code;           /* -1: could not run or timed out */
 	bool timed_out;
-	char error[256];         /* first line of its stderr, or why it could not run */
+	/* Stopped through its manager. False when the stop failed, or was not
+	 * tried because the manager's unit of that name is not the cgroup the
+	 * processes are in: their stop then did not go through the manager. */
+	bool stopped;
+	char error[512];         /* first line of its stderr, or why it was not stopped */
 	uint64_t took_ms;
 };
 

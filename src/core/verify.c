@@ -76,6 +76,63 @@ static void describe_respawn(int proc_fd, const struct gs_verify_opts *o, const 
 		snprintf(rs->by, sizeof(rs->by), "a new process");
 }
 
+/* The same GPU in another snapshot (indices shift if the driver refuses
+ * one), or -1. */
+static int same_gpu(const struct gs_snapshot *before, unsigned g, const struct gs_snapshot *now)
+{
+	const struct gs_gpu *a = &before->gpus[g];
+
+	for (size_t k = 0; k < now->n_gpus; k++)
+		if (now->gpus[k].minor == a->minor && !strcmp(now->gpus[k].uuid, a->uuid))
+			return (int)k;
+	return -1;
+}
+
+static void mark_released(struct gs_gpu_verdict *v, uint64_t used, uint64_t t0_ns)
+{
+	v->after = used;
+	if (used <= v->baseline) {
+		if (!v->released) {
+			v->released = true;
+			v->released_ms = (gs_now_ns() - t0_ns) / 1000000ULL;
+		}
+	} else {
+		v->released = false;
+	}
+}
+
+/* What may stay follows the holders left alone as they are now: the
+ * re-plan's baseline, judged against the memory read in the same snapshot.
+ * A left-alone job that ended freed its share; a target's memory still
+ * being torn down must not hide under it. */
+static void follow_baseline(struct gs_gpu_verdict *v, const struct gs_snapshot *before, const struct gs_snapshot *now,
+			    const struct gs_plan *np, uint64_t t0_ns)
+{
+	int k = same_gpu(before, v->gpu, now);
+
+	v->n_others = 0;
+	v->others_total = 0;
+	if (k < 0 || k >= GS_MAX_GPUS)
+		return;
+	for (size_t i = 0; i < np->n_others; i++) {
+		const struct gs_plan_other *ot = &np->others[i];
+
+		if (ot->gpu != (unsigned)k)
+			continue;
+		if (v->n_others < GS_ARRAY_SIZE(v->others)) {
+			v->others[v->n_others] = ot->pid;
+			gs_strlcpy(v->others_comm[v->n_others], ot->comm, sizeof(v->others_comm[0]));
+			v->others_memory[v->n_others] = ot->mem;
+		}
+		v->n_others++;
+		v->others_total += ot->mem;
+	}
+	if (!v->mem_known || !np->baseline_known[k] || !now->gpus[k].mem_known)
+		return;
+	v->baseline = np->baseline[k];
+	mark_released(v, now->gpus[k].mem_used, t0_ns);
+}
+
 /* Re-discover and re-plan with the same selection: whatever the selection
  * would still target is what keeps the GPUs from being clean. */
 static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r,
@@ -97,14 +154,16 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 		gs_snapshot_free(&s);
 		return rc;
 	}
-	rc = gs_plan_build(&s, &pt, o->sel, d->self, &np, err, sizeof(err));
+	rc = gs_plan_build(&s, &pt, o->sel, d->self, &d->self_owner, &np, err, sizeof(err));
 	if (rc < 0) {
 		gs_ptable_free(&pt);
 		gs_snapshot_free(&s);
 		return rc;
 	}
-	for (size_t g = 0; g < r->n_gpus; g++)
+	for (size_t g = 0; g < r->n_gpus; g++) {
 		r->gpus[g].n_held_by = 0;
+		follow_baseline(&r->gpus[g], o->before, &s, &np, o->t0_ns);
+	}
 	free(r->respawns);
 	r->respawns = NULL;
 	r->n_respawns = 0;
@@ -143,7 +202,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	return 0;
 }
 
-static int poll_memory(struct gs_discover *d, const struct gs_plan *p, struct gs_verify_result *r, uint64_t t0_ns)
+static int poll_memory(struct gs_discover *d, struct gs_verify_result *r, uint64_t t0_ns)
 {
 	for (size_t g = 0; g < r->n_gpus; g++) {
 		struct gs_gpu_verdict *v = &r->gpus[g];
@@ -155,15 +214,7 @@ static int poll_memory(struct gs_discover *d, const struct gs_plan *p, struct gs
 		rc = d->backend->ops->memory(d->backend, v->gpu, &m);
 		if (rc < 0)
 			return rc;
-		v->after = m.used;
-		if (m.used <= p->baseline[v->gpu]) {
-			if (!v->released) {
-				v->released = true;
-				v->released_ms = (gs_now_ns() - t0_ns) / 1000000ULL;
-			}
-		} else {
-			v->released = false;
-		}
+		mark_released(v, m.used, t0_ns);
 	}
 	return 0;
 }
@@ -200,7 +251,7 @@ int gs_verify_tick(struct gs_discover *d, const struct gs_verify_opts *o, struct
 
 	if (!r->begun || r->tick_error)
 		return r->tick_error;
-	rc = poll_memory(d, o->old_plan, r, o->t0_ns);
+	rc = poll_memory(d, r, o->t0_ns);
 	if (rc < 0)
 		r->tick_error = rc;
 	return rc;
@@ -208,7 +259,6 @@ int gs_verify_tick(struct gs_discover *d, const struct gs_verify_opts *o, struct
 
 int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
-	const struct gs_plan *p = o->old_plan;
 	uint64_t start = gs_now_ms(), deadline = start + o->timeout_ms;
 	uint64_t poll_ms = o->poll_ms ? o->poll_ms : 5, rescan_ms = o->rescan_ms ? o->rescan_ms : 200;
 	uint64_t next_rescan = 0, next_progress = start + 200, clean_since = 0;
@@ -224,7 +274,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 	for (;;) {
 		uint64_t now = gs_now_ms();
 
-		rc = r->tick_error ? r->tick_error : poll_memory(d, p, r, o->t0_ns);
+		rc = r->tick_error ? r->tick_error : poll_memory(d, r, o->t0_ns);
 		if (rc < 0) {
 			r->driver_failed = true;
 			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",
@@ -250,6 +300,10 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 				break;
 			}
 			next_rescan = now + rescan_ms;
+			/* The re-scan moved the baselines to what stays now. */
+			all_released = true;
+			for (size_t g = 0; g < r->n_gpus; g++)
+				all_released &= !r->gpus[g].mem_known || r->gpus[g].released;
 			if (all_released && !old_left && !new_holders) {
 				/* Clean now; a supervisor may still restart what we
 				 * stopped: watch a little longer when one may exist. */
@@ -296,6 +350,10 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 		if (!v->clean)
 			r->clean = false;
 	}
+	/* Clean for the selection; free only when nothing left alone holds
+	 * memory there either. */
+	for (size_t g = 0; r->clean && g < r->n_gpus; g++)
+		r->others_hold |= r->gpus[g].n_others > 0;
 	r->waited_ms = gs_now_ms() - start;
 	return 0;
 }

@@ -1,7 +1,10 @@
 /* The "wait" and "verify" stages: poll GPU memory every few milliseconds
  * until each selected GPU is back at its baseline and no process the
  * selection targets holds it, with a deadline. Re-scans holders periodically
- * to catch respawns and leftovers. Never sleeps a fixed time. */
+ * to catch respawns and leftovers, and to follow what may stay: the memory
+ * of the holders left alone as it is now, not as it was when planning (one
+ * that ends frees a share the targets' memory must not hide under). Never
+ * sleeps a fixed time. */
 #ifndef GS_VERIFY_H
 #define GS_VERIFY_H
 
@@ -25,6 +28,13 @@ struct gs_gpu_verdict {
 	size_t n_held_by;
 	bool holders_gone;       /* every holder exited, memory not yet back */
 	bool unattributed;       /* memory above baseline with no holder to blame */
+	/* Processes left alone (not protected daemons) that hold memory here,
+	 * as the last re-scan found them: the GPU is not free. */
+	pid_t others[8];
+	char others_comm[8][16];
+	uint64_t others_memory[8];  /* bytes */
+	size_t n_others;            /* how many there are (more than listed) */
+	uint64_t others_total;      /* bytes they hold together */
 };
 
 struct gs_respawn {
@@ -57,7 +67,8 @@ struct gs_verify_result {
 	size_t n_gpus;
 	struct gs_respawn *respawns;
 	size_t n_respawns;
-	bool clean;
+	bool clean;              /* the selection is gone and memory at the baseline */
+	bool others_hold;        /* ... but processes left alone hold memory (n_others) */
 	bool timed_out;
 	bool interrupted;
 	bool driver_failed;

@@ -40,6 +40,8 @@ static const char *verdict_str(enum gs_host_verdict v)
 	case GS_HV_CLEAN: return "clean";
 	case GS_HV_NOT_CLEAN: return "not-clean";
 	case GS_HV_DRY_RUN: return "dry-run";
+	case GS_HV_SELECTION_GONE: return "selection-gone";
+	case GS_HV_NO_MATCH: return "no-match";
 	case GS_HV_FAILED: return "failed";
 	}
 	return "failed";
@@ -302,6 +304,37 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 		}
 		return GS_HV_DRY_RUN;
 	}
+	if (!strcmp(verdict, "selection-gone")) {
+		/* Named with the processes left alone that keep each GPU busy. */
+		json_array_foreach(gpus, i, g) {
+			json_t *others = json_object_get(g, "left_alone_holders");
+
+			if (!json_array_size(others))
+				continue;
+			sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
+				(long long)json_integer_value(json_object_get(g, "index")));
+			json_array_foreach(others, k, x) {
+				sb_pid(why, doc, json_integer_value(json_object_get(x, "pid")), k == 0);
+			}
+			sb_addf(why, " (left alone)");
+		}
+		return GS_HV_SELECTION_GONE;
+	}
+	if (!strcmp(verdict, "no-match")) {
+		json_array_foreach(json_object_get(doc, "unmatched"), i, x) {
+			const char *u = json_string_value(x);
+			char *safe = u ? gs_sanitize(u, strlen(u), 64) : NULL;
+
+			if (safe)
+				sb_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
+			free(safe);
+		}
+		if (why->len)
+			sb_addf(why, " %s no process", json_array_size(json_object_get(doc, "unmatched")) == 1 ? "matches" : "match");
+		else
+			sb_addf(why, "nothing matched the filters");
+		return GS_HV_NO_MATCH;
+	}
 	if (!strcmp(verdict, "not-clean")) {
 		json_array_foreach(gpus, i, g) {
 			json_t *held = json_object_get(g, "held_by");
@@ -552,6 +585,8 @@ void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_flee
 		case GS_HV_CLEAN: ret->clean++; break;
 		case GS_HV_NOT_CLEAN: ret->not_clean++; break;
 		case GS_HV_DRY_RUN: ret->dry_run++; break;
+		case GS_HV_SELECTION_GONE: ret->selection_gone++; break;
+		case GS_HV_NO_MATCH: ret->no_match++; break;
 		case GS_HV_FAILED: ret->failed++; break;
 		}
 	}
@@ -563,6 +598,12 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s)
 		return 4;
 	if (s->not_clean)
 		return 1;
+	if (s->selection_gone)
+		return 6;
+	/* A unit or user on some hosts only: nothing there is no failure,
+	 * as long as the selection matched somewhere. */
+	if (s->no_match && !s->clean && !s->dry_run)
+		return 7;
 	return 0;
 }
 
@@ -616,6 +657,10 @@ int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrup
 		sum.not_clean, sum.failed);
 	if (sum.dry_run)
 		fprintf(f, ", %zu dry run", sum.dry_run);
+	if (sum.selection_gone)
+		fprintf(f, ", %zu selection gone", sum.selection_gone);
+	if (sum.no_match)
+		fprintf(f, ", %zu no match", sum.no_match);
 	if (interrupted)
 		fprintf(f, " (interrupted)");
 	fputc('\n', f);
@@ -704,6 +749,8 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "not_clean", json_integer((json_int_t)sum.not_clean));
 	json_object_set_new(sj, "dry_run", json_integer((json_int_t)sum.dry_run));
 	json_object_set_new(sj, "failed", json_integer((json_int_t)sum.failed));
+	json_object_set_new(sj, "selection_gone", json_integer((json_int_t)sum.selection_gone));
+	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
 	json_object_set_new(j, "summary", sj);
 	json_object_set_new(j, "exit_status", json_integer(gs_fleet_exit_status(&sum)));
 	return j;

@@ -38,6 +38,8 @@ enum gs_host_verdict {
 	GS_HV_CLEAN,
 	GS_HV_NOT_CLEAN,
 	GS_HV_DRY_RUN,       /* reclaim --dry-run: nothing changed, nothing judged */
+	GS_HV_SELECTION_GONE,/* the selection is gone; processes it left alone hold memory */
+	GS_HV_NO_MATCH,      /* the filters matched no process on the host */
 };
 
 struct gs_host_result {
@@ -70,12 +72,14 @@ void gs_host_result_free(struct gs_host_result *r);
 const char *gs_host_failure_str(enum gs_host_failure f);
 
 struct gs_fleet_summary {
-	size_t hosts, clean, not_clean, dry_run, failed;
+	size_t hosts, clean, not_clean, dry_run, failed, selection_gone, no_match;
 };
 void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_fleet_summary *ret);
 
-/* 0 when every host is clean (or a dry run), 4 when any host failed,
- * 1 when every host answered and some are not clean. */
+/* 4 when any host failed; else 1 when some are not clean; else 6 when on
+ * some the selection is gone but what it left alone holds memory; else 7
+ * when the filters matched nothing on any host; else 0 (every host clean,
+ * a dry run, or nothing matched there while other hosts had something). */
 int gs_fleet_exit_status(const struct gs_fleet_summary *s);
 
 /* The human report: folded results, then failures per host, then a summary

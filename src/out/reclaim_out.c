@@ -93,6 +93,11 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				gs_strlcpy(cmd, t->comm, sizeof(cmd));
 			gs_fit_middle(cmd, cw, shown, sizeof(shown));
 			action_text(p, t, act, sizeof(act));
+			if (h && h->protected_unverified) {
+				size_t al = strlen(act);
+
+				snprintf(act + al, sizeof(act) - al, " [named like a protected daemon; not one]");
+			}
 			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
 				h && h->info_ok ? h->info.user : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
 		}
@@ -142,8 +147,32 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		snprintf(buf, len, "gpuslate: %s", r->verdict);
 		return;
 	}
+	if (v->clean && v->others_hold) {
+		off = (size_t)snprintf(buf, len, "gpuslate: selection gone, but processes left alone hold memory:");
+		for (size_t g = 0; g < v->n_gpus && off + 64 < len; g++) {
+			const struct gs_gpu_verdict *gv = &v->gpus[g];
+
+			if (!gv->n_others)
+				continue;
+			off += (size_t)snprintf(buf + off, len - off, " GPU %u %llu MiB held by", r->before->gpus[gv->gpu].index,
+						(unsigned long long)(gv->others_total / GS_MIB));
+			for (size_t k = 0; k < gv->n_others && k < GS_ARRAY_SIZE(gv->others) && off + 48 < len; k++)
+				off += (size_t)snprintf(buf + off, len - off, "%s %d (%s)", k ? "," : "", (int)gv->others[k],
+							gv->others_comm[k]);
+			if (gv->n_others > GS_ARRAY_SIZE(gv->others) && off + 16 < len)
+				off += (size_t)snprintf(buf + off, len - off, ", ...");
+			off += (size_t)snprintf(buf + off, len - off, ";");
+		}
+		if (off && off < len && buf[off - 1] == ';')
+			buf[off - 1] = '\0';
+		return;
+	}
 	if (v->clean) {
-		snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
+		off = (size_t)snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
+		for (size_t u = 0; r->stop && u < r->stop->n_units && off + 64 < len; u++)
+			if ((r->stop->units[u].command[0] || r->stop->units[u].error[0]) && !r->stop->units[u].stopped)
+				off += (size_t)snprintf(buf + off, len - off, "; unit %.100s not stopped through its manager, its processes signalled",
+							r->plan->units[u].unit);
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "gpuslate: not clean:");
@@ -188,16 +217,18 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		for (size_t u = 0; u < st->n_units; u++) {
 			const struct gs_unit_result *ur = &st->units[u];
 
-			if (!ur->command[0])
+			if (!ur->command[0] && !ur->error[0])
 				continue;
-			if (ur->exit_code == 0)
+			if (!ur->command[0])
+				fprintf(f, "  unit %s: %s; its processes are signalled\n", p->units[u].unit, ur->error);
+			else if (ur->exit_code == 0)
 				fprintf(f, "  unit %s: %s: done in %.2f s\n", p->units[u].unit, ur->command, ur->took_ms / 1000.0);
 			else if (ur->timed_out) /* was "failed (timed out0)" */
-				fprintf(f, "  unit %s: %s: failed (timed out)%s%s\n", p->units[u].unit, ur->command,
-					ur->error[0] ? ": " : "", ur->error);
+				fprintf(f, "  unit %s: %s: failed (timed out)%s%s; its processes are signalled\n",
+					p->units[u].unit, ur->command, ur->error[0] ? ": " : "", ur->error);
 			else
-				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s\n", p->units[u].unit, ur->command,
-					ur->exit_code, ur->error[0] ? ": " : "", ur->error);
+				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s; its processes are signalled\n",
+					p->units[u].unit, ur->command, ur->exit_code, ur->error[0] ? ": " : "", ur->error);
 		}
 		for (size_t i = 0; i < st->n_procs; i++) {
 			const struct gs_proc_result *pr = &st->procs[i];
@@ -227,7 +258,13 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			mib(a, sizeof(a), gv->mem_known, gv->after);
 			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
 			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, gp->name, b, a, bl);
-			if (gv->clean && gv->mem_known && gv->before > gv->baseline)
+			if (gv->clean && gv->n_others) {
+				fprintf(f, "not free: %llu MiB held by processes left alone:",
+					(unsigned long long)(gv->others_total / GS_MIB));
+				for (size_t k = 0; k < gv->n_others && k < GS_ARRAY_SIZE(gv->others); k++)
+					fprintf(f, "%s %d (%s)", k ? "," : "", (int)gv->others[k], gv->others_comm[k]);
+				fprintf(f, "%s\n", gv->n_others > GS_ARRAY_SIZE(gv->others) ? ", ..." : "");
+			} else if (gv->clean && gv->mem_known && gv->before > gv->baseline)
 				fprintf(f, "clean, released in %.2f s\n", gv->released_ms / 1000.0);
 			else if (gv->clean)
 				fprintf(f, "clean\n");
@@ -312,6 +349,13 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			snprintf(reason, sizeof(reason), "%s", r->reason && *r->reason ? r->reason : summary);
 		json_object_set_new(j, "reason", json_string(reason));
 	}
+	{
+		json_t *um = json_array();
+
+		for (size_t i = 0; i < r->n_unmatched; i++)
+			json_array_append_new(um, json_string(r->unmatched[i]));
+		json_object_set_new(j, "unmatched", um);
+	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
 
@@ -334,6 +378,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "why", json_string(gs_why_str(t->why)));
 			if (t->why != GS_WHY_HOLDER)
 				json_object_set_new(o, "why_pid", json_integer(t->why_pid));
+			json_object_set_new(o, "protected_name_unverified", json_boolean(h && h->protected_unverified));
 			json_array_append_new(targets, o);
 		}
 		for (size_t i = 0; i < p->n_left; i++) {
@@ -347,6 +392,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "gpus", json_gpus_of(s, &h->gpus));
 			json_object_set_new(o, "memory_mib", json_mib(h->mem_known, h->mem_used));
 			json_object_set_new(o, "reason", json_string(gs_leave_str(l->why)));
+			json_object_set_new(o, "protected_name_unverified", json_boolean(h->protected_unverified));
 			json_array_append_new(left, o);
 		}
 		json_object_set_new(plan, "gpus", json_gpus_of(s, &p->gpus));
@@ -372,6 +418,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "command", ur->command[0] ? json_string(ur->command) : json_null());
 			json_object_set_new(o, "exit_status", ur->command[0] ? json_integer(ur->exit_code) : json_null());
 			json_object_set_new(o, "timed_out", json_boolean(ur->timed_out));
+			json_object_set_new(o, "stopped", json_boolean(ur->stopped));
 			json_object_set_new(o, "error", ur->error[0] ? json_string(ur->error) : json_null());
 			json_object_set_new(o, "seconds", json_real(ur->took_ms / 1000.0));
 			json_array_append_new(units, o);
@@ -433,6 +480,19 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 										 ? json_real(gv->released_ms / 1000.0) : json_null());
 				json_object_set_new(o, "held_by", held);
 				json_object_set_new(o, "unattributed", json_boolean(gv->unattributed));
+				{
+					json_t *others = json_array();
+
+					for (size_t k = 0; k < gv->n_others && k < GS_ARRAY_SIZE(gv->others); k++) {
+						json_t *x = json_object();
+
+						json_object_set_new(x, "pid", json_integer(gv->others[k]));
+						json_object_set_new(x, "comm", json_string(gv->others_comm[k]));
+						json_object_set_new(x, "memory_mib", json_integer((json_int_t)(gv->others_memory[k] / GS_MIB)));
+						json_array_append_new(others, x);
+					}
+					json_object_set_new(o, "left_alone_holders", others);
+				}
 				json_array_append_new(gpus, o);
 			}
 			for (size_t i = 0; i < v->n_respawns; i++) {

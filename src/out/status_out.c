@@ -56,6 +56,8 @@ void gs_owner_format(const struct gs_owner *o, char *buf, size_t len)
 		break;
 	case GS_OWNER_LXC:
 	case GS_OWNER_NSPAWN:
+	case GS_OWNER_UNIT:
+		/* a host unit's unit[] is the inner one of a delegated subtree */
 		if (o->unit[0])
 			snprintf(buf, len, "%s %s: %s", gs_owner_kind_str(o->kind), o->name, o->unit);
 		else
@@ -91,6 +93,7 @@ json_t *gs_json_owner(const struct gs_owner *o)
 	json_object_set_new(j, "name", o->kind == GS_OWNER_NONE ? json_null() : json_string(o->name));
 	json_object_set_new(j, "unit", o->unit[0] ? json_string(o->unit) : json_null());
 	json_object_set_new(j, "cgroup", o->cgroup[0] ? json_string(o->cgroup) : json_null());
+	json_object_set_new(j, "delegated", json_boolean(o->delegated));
 	return j;
 }
 
@@ -144,6 +147,7 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 	json_object_set_new(j, "gpus", gpus);
 	json_object_set_new(j, "memory_mib", json_mib(h->mem_known, h->mem_used));
 	json_object_set_new(j, "role", json_string(gs_role_str(h->role)));
+	json_object_set_new(j, "protected_name_unverified", json_boolean(h->protected_unverified));
 	json_object_set_new(j, "nvml_listed", json_boolean(h->nvml_listed));
 	json_object_set_new(j, "maps_gpu", json_boolean(h->maps_gpu));
 	json_object_set_new(j, "nvidia_fds", json_integer(h->n_fds));

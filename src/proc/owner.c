@@ -22,6 +22,9 @@ struct cgpath {
 	char buf[sizeof(((struct gs_owner *)0)->cgroup)];
 	const char *c[CG_MAX_COMPS];
 	size_t n;
+	/* The path started with "/..": it lies outside the reader's cgroup
+	 * namespace, so no manager we can talk to names it this way. */
+	bool outside_ns;
 };
 
 const char *gs_owner_kind_str(enum gs_owner_kind k)
@@ -39,6 +42,12 @@ const char *gs_owner_kind_str(enum gs_owner_kind k)
 	case GS_OWNER_NONE:       break;
 	}
 	return "none";
+}
+
+bool gs_owner_kind_is_container(enum gs_owner_kind k)
+{
+	return k == GS_OWNER_DOCKER || k == GS_OWNER_PODMAN || k == GS_OWNER_KUBERNETES || k == GS_OWNER_LXC ||
+	       k == GS_OWNER_NSPAWN;
 }
 
 /* Copy len bytes of src (not necessarily NUL-terminated) into dst, truncating. */
@@ -90,6 +99,12 @@ static bool parse_u32_span(const char *s, size_t len, unsigned *ret)
 	return true;
 }
 
+static bool is_unit(const char *c)
+{
+	return (strlen(c) > strlen(".service") && gs_endswith(c, ".service")) ||
+	       (strlen(c) > strlen(".scope") && gs_endswith(c, ".scope"));
+}
+
 /* Innermost "*.service" in c[from..n), else innermost "*.scope". A service is
  * what an operator stops; a scope only when there is no service around. */
 static bool innermost_unit(const struct cgpath *p, size_t from, char *out, size_t size)
@@ -106,6 +121,81 @@ static bool innermost_unit(const struct cgpath *p, size_t from, char *out, size_
 			}
 		}
 	return false;
+}
+
+/* The unit that owns the subtree c[from..n): the OUTERMOST unit there. A
+ * manager creates units under slices only, so a unit found below another
+ * unit was made by a second manager running inside the first (a container's
+ * systemd, a CI runner, a nested user manager): below a delegation boundary.
+ * The outer unit is what its manager knows; the inner one belongs to the
+ * inner manager, and a unit of the same name elsewhere is another unit.
+ * Writes the unit into out, sets o->delegated, and the inner unit's name
+ * into inner when given; records where the unit's cgroup is (relative to
+ * c[from], the root its manager sees). */
+static bool owning_unit(const struct cgpath *p, size_t from, struct gs_owner *o, char *out, size_t size,
+			char *inner, size_t inner_size)
+{
+	size_t u = from;
+
+	while (u < p->n && !is_unit(p->c[u]))
+		u++;
+	if (u >= p->n)
+		return false;
+	gs_strlcpy(out, p->c[u], size);
+	for (size_t k = u + 1; k < p->n; k++)
+		if (is_unit(p->c[k]))
+			o->delegated = true;
+	if (o->delegated && inner)
+		innermost_unit(p, u + 1, inner, inner_size);
+	if (!p->outside_ns) {
+		size_t start = (size_t)(p->c[from] - p->buf) - 1;
+		size_t end = (size_t)(p->c[u] - p->buf) + strlen(p->c[u]);
+
+		/* c[from] follows a '/': every path starts with one. */
+		if (end - start < 0xffff) {
+			o->unit_cg_start = (unsigned short)start;
+			o->unit_cg_len = (unsigned short)(end - start);
+		}
+	}
+	return true;
+}
+
+/* systemd escapes bytes of instance and machine names as "\xNN" ("gpu\x2dct"
+ * for "gpu-ct"). Printable ones are decoded so a name reads as the operator
+ * typed it; control bytes stay escaped, never raw in a name. */
+static void copy_unescaped(char *dst, size_t size, const char *src, size_t len)
+{
+	size_t o = 0;
+
+	if (size == 0)
+		return;
+	for (size_t i = 0; i < len && o < size - 1; i++) {
+		unsigned v = 0;
+		bool hex = i + 3 < len && src[i] == '\\' && src[i + 1] == 'x';
+
+		if (hex) {
+			for (size_t k = 2; k < 4 && hex; k++) {
+				char c = src[i + k];
+
+				v <<= 4;
+				if (c >= '0' && c <= '9')
+					v |= (unsigned)(c - '0');
+				else if (c >= 'a' && c <= 'f')
+					v |= (unsigned)(c - 'a' + 10);
+				else if (c >= 'A' && c <= 'F')
+					v |= (unsigned)(c - 'A' + 10);
+				else
+					hex = false;
+			}
+		}
+		if (hex && v >= 0x20 && v < 0x7f && v != '/') {
+			dst[o++] = (char)v;
+			i += 3;
+		} else {
+			dst[o++] = src[i];
+		}
+	}
+	dst[o] = '\0';
 }
 
 /* Docker container at component i: "docker-<64hex>.scope" (systemd driver) or
@@ -214,10 +304,25 @@ static void slurm_job(const struct cgpath *p, size_t i, struct gs_owner *o)
 	}
 }
 
+/* An nspawn container named name (escaped as systemd writes it) whose
+ * payload starts at c[from]. Units inside it are its own systemd's, stopped
+ * there or not at all: no cgroup for a host manager to compare with. */
+static void nspawn_at(const struct cgpath *p, size_t from, const char *name, size_t len, struct gs_owner *o)
+{
+	o->kind = GS_OWNER_NSPAWN;
+	copy_unescaped(o->name, sizeof(o->name), name, len);
+	if (from < p->n && !strcmp(p->c[from], "payload"))
+		from++;
+	owning_unit(p, from, o, o->unit, sizeof(o->unit), NULL, 0);
+	o->unit_cg_start = o->unit_cg_len = 0;
+}
+
 /* Containers, outermost first: the outer container is what the host operator
  * manages, and a service inside it must not be taken for a host service. */
 static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 {
+	bool seen_unit = false;
+
 	for (size_t i = 0; i < p->n; i++) {
 		const char *c = p->c[i], *m;
 		size_t ml, next;
@@ -230,7 +335,7 @@ static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 				rest++;
 			o->kind = GS_OWNER_LXC;
 			gs_strlcpy(o->name, p->c[1], sizeof(o->name));
-			innermost_unit(p, rest, o->unit, sizeof(o->unit));
+			owning_unit(p, rest, o, o->unit, sizeof(o->unit), NULL, 0);
 			return true;
 		}
 		if (i == 0 && strcmp(c, "lxc.monitor") == 0 && p->n >= 2) {
@@ -241,7 +346,7 @@ static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 		if (middle(c, "lxc.payload.", "", &m, &ml)) {
 			o->kind = GS_OWNER_LXC;
 			copy_span(o->name, sizeof(o->name), m, ml);
-			innermost_unit(p, i + 1, o->unit, sizeof(o->unit));
+			owning_unit(p, i + 1, o, o->unit, sizeof(o->unit), NULL, 0);
 			return true;
 		}
 		if (middle(c, "lxc.monitor.", "", &m, &ml)) {
@@ -292,11 +397,22 @@ static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 				gs_strlcpy(o->name, c, sizeof(o->name));
 				return true;
 			}
-			o->kind = GS_OWNER_NSPAWN;
-			copy_span(o->name, sizeof(o->name), m, ml);
-			innermost_unit(p, i + 1, o->unit, sizeof(o->unit));
+			nspawn_at(p, i + 1, m, ml, o);
 			return true;
 		}
+		/* The stock unit of machinectl start / systemd-nspawn@.service:
+		 * the container's own systemd runs in .../payload below it. */
+		if (middle(c, "systemd-nspawn@", ".service", &m, &ml)) {
+			nspawn_at(p, i + 1, m, ml, o);
+			return true;
+		}
+		/* systemd-nspawn --keep-unit in a cgroup that is no unit (a
+		 * script's own cgroup): its payload and supervisor subgroups. */
+		if (i > 0 && !seen_unit && !strcmp(c, "payload")) {
+			nspawn_at(p, i + 1, p->c[i - 1], strlen(p->c[i - 1]), o);
+			return true;
+		}
+		seen_unit |= is_unit(c);
 	}
 	return false;
 }
@@ -347,10 +463,15 @@ static void classify_path(const char *path, size_t len, struct gs_owner *o)
 			*slash = '\0';
 	}
 	p.n = 0;
+	p.outside_ns = false;
 	for (s = strtok_r(p.buf, "/", &save); s && p.n < CG_MAX_COMPS; s = strtok_r(NULL, "/", &save)) {
 		/* Paths outside the reader's cgroup namespace start with "/.." */
-		if (strcmp(s, ".") == 0 || (leading && strcmp(s, "..") == 0))
+		if (strcmp(s, ".") == 0)
 			continue;
+		if (leading && strcmp(s, "..") == 0) {
+			p.outside_ns = true;
+			continue;
+		}
 		leading = false;
 		p.c[p.n++] = s;
 	}
@@ -359,7 +480,7 @@ static void classify_path(const char *path, size_t len, struct gs_owner *o)
 		return;
 	if (classify_container(&p, o) || classify_user(&p, o))
 		return;
-	if (innermost_unit(&p, 0, o->name, sizeof(o->name)))
+	if (owning_unit(&p, 0, o, o->name, sizeof(o->name), o->unit, sizeof(o->unit)))
 		o->kind = GS_OWNER_UNIT;
 }
 
@@ -492,4 +613,15 @@ next:
 	}
 	memset(ret, 0, sizeof(*ret));
 	return -EINVAL;
+}
+
+int gs_owner_unit_cgroup(const struct gs_owner *o, char *buf, size_t len)
+{
+	size_t start = o->unit_cg_start, n = o->unit_cg_len;
+
+	if (n == 0 || start + n > strnlen(o->cgroup, sizeof(o->cgroup)) || n >= len)
+		return -ENOENT;
+	memcpy(buf, o->cgroup + start, n);
+	buf[n] = '\0';
+	return 0;
 }

@@ -279,6 +279,55 @@ static void fill_user(struct gs_procinfo *pi)
 	snprintf(pi->user, sizeof(pi->user), "%u", (unsigned)pi->status.uid);
 }
 
+/* The executable: the link names the file the kernel runs (a symlink or a
+ * renamed copy resolves to what it is), and stat through the link reaches
+ * that file even when it was deleted or lives in another mount namespace.
+ * Unreadable (another user's process, a kernel thread): exe_ok stays false. */
+static void read_exe(int pid_dirfd, struct gs_procinfo *pi)
+{
+	static const char deleted[] = " (deleted)";
+	char path[4096];
+	struct stat st;
+	ssize_t n = readlinkat(pid_dirfd, "exe", path, sizeof(path) - 1);
+	const char *base;
+	size_t len;
+
+	if (n <= 0 || fstatat(pid_dirfd, "exe", &st, 0) < 0)
+		return;
+	len = (size_t)n;
+	path[len] = '\0';
+	if (len > sizeof(deleted) - 1 && !strcmp(path + len - (sizeof(deleted) - 1), deleted))
+		path[len - (sizeof(deleted) - 1)] = '\0';
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!*base || strlen(base) >= sizeof(pi->exe_name))
+		return;
+	copy_safe(pi->exe_name, sizeof(pi->exe_name), base, strlen(base));
+	pi->exe_uid = st.st_uid;
+	pi->exe_mode = st.st_mode;
+	pi->exe_ok = true;
+}
+
+int gs_procinfo_read_cmdline(int pid_dirfd, char **ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	*ret = NULL;
+	r = gs_read_file_at(pid_dirfd, "cmdline", GS_CMDLINE_MAX, &buf, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && buf[len - 1] == '\0')
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[len] = '\0';
+	*ret = buf;
+	return 0;
+}
+
 int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
 {
 	_cleanup_free_ char *stat = NULL, *status = NULL, *cmdline = NULL, *cgroup = NULL;
@@ -316,6 +365,8 @@ int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
 		fill_cmdline(ret, cmdline, len);
 	if (!ret->name[0])
 		copy_safe(ret->name, sizeof(ret->name), ret->st.comm, strlen(ret->st.comm));
+
+	read_exe(pid_dirfd, ret);
 
 	r = gs_read_file_at(pid_dirfd, "cgroup", READ_MAX_CGROUP, &cgroup, NULL);
 	if (r == -ENOMEM)

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "proc/owner.h"
@@ -39,15 +40,34 @@ struct gs_procinfo {
 	struct gs_pidstatus status;
 	char user[64];           /* name from getpwuid_r, else the number */
 	char name[64];           /* basename of argv[0], else comm */
-	char cmdline[512];       /* argv joined with spaces, control chars as '?' */
+	/* argv joined with spaces, control chars as '?', CUT to fit: for
+	 * tables only. Selection reads the whole line (gs_procinfo_read_cmdline). */
+	char cmdline[512];
 	size_t argv0_len;        /* argv[0] is cmdline[0..argv0_len) (what NVML names) */
 	char wchan[64];          /* only filled for state D */
 	struct gs_owner owner;
+	/* The executable (/proc/PID/exe): what a process cannot rename. comm
+	 * and argv are the process's own words (PR_SET_NAME, exec -a). */
+	bool exe_ok;             /* exe_name, exe_uid and exe_mode were read */
+	char exe_name[64];       /* basename of the path, " (deleted)" removed */
+	uid_t exe_uid;           /* owner of the executable file */
+	mode_t exe_mode;
 };
 
 /* Read stat, status, cmdline and cgroup of one process through its /proc/PID
  * directory fd. Returns 0, -ENOENT/-ESRCH when the process is gone, -EACCES. */
 int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret);
+
+/* The kernel caps argv plus the environment at 3/4 of _STK_LIM (6 MiB),
+ * whatever RLIMIT_STACK says; /proc/PID/cmdline can run into the
+ * environment (setproctitle), never past that. */
+#define GS_CMDLINE_MAX (6u * 1024 * 1024 + 4096)
+
+/* The whole command line through a /proc/PID directory fd: arguments joined
+ * by spaces, every other byte as the process wrote it, NUL-terminated and
+ * malloc'd in *ret. Returns 0 (an empty string for kernel threads and
+ * zombies), or -errno. */
+int gs_procinfo_read_cmdline(int pid_dirfd, char **ret);
 
 /* Read only /proc/PID/stat (the cheap identity check). */
 int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret);

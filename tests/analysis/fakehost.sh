@@ -20,7 +20,8 @@ export FAKE_NVML_STATE=$T/host/nvml GPUSLATE_DEV_ROOT=$T/host/dev GPUSLATE_NVIDI
 	GPUSLATE_NVML_LIB=$PWD/$B/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_NO_PROGRESS=1 \
 	GPUSLATE_STATE_FILE=$T/state NO_COLOR=1
 mkdir -p "$T/bin"
-ln -s "$HOLDER" "$T/bin/nvidia-persistenced"
+# A copy, not a symlink: a daemon is protected by its executable, not its name.
+install -m 0755 "$HOLDER" "$T/bin/nvidia-persistenced"
 
 # holder NAME ARGS...: start a holder, wait (bounded) for its ready file,
 # print its pid.

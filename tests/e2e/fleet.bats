@@ -244,7 +244,7 @@ start_eight() {
 	run -4 --separate-stderr gs -w gpu01,gpu02,down01 --json status
 	echo "$output"
 	jq -e '.schema_version == 1 and .command == "status"' <<<"$output"
-	jq -e '.summary == {"hosts": 3, "clean": 1, "not_clean": 1, "dry_run": 0, "failed": 1}' <<<"$output"
+	jq -e '.summary == {"hosts": 3, "clean": 1, "not_clean": 1, "dry_run": 0, "failed": 1, "selection_gone": 0, "no_match": 0}' <<<"$output"
 	jq -e '.exit_status == 4' <<<"$output"
 	jq -e '.hosts[0] | .host == "gpu01" and .ok and .verdict == "clean" and .report.schema_version == 1' <<<"$output"
 	jq -e --argjson p "$(holder_pid h2)" \
@@ -355,7 +355,8 @@ start_eight() {
 @test "hostile unit names and patterns arrive as one argument each" {
 	local unit="my unit's \"x\" \$HOME; touch $T/pwned \`id\`" match='^(python3|a b)$; $(touch '"$T"'/pwned)'
 	rm -f "$T/argv.bin" "$T/pwned"
-	run -0 gs -w gpu01 --remote-cmd "$T/tools/argdump $T/argv.bin gpuslate" reclaim --dry-run \
+	# No such unit there: the host says so (exit 7), by name.
+	run -7 gs -w gpu01 --remote-cmd "$T/tools/argdump $T/argv.bin gpuslate" reclaim --dry-run \
 		--unit "$unit" --match "$match" --reason "drain: it's \$x"
 	echo "$output"
 	local -a got

@@ -125,15 +125,23 @@ launch() {
 	return 0
 }
 
-# start_holder NAME [--as COMM] [gs-holder options]...: starts a holder and
-# waits until it is set up. COMM names the executable (a symlink to
-# gs-holder, e.g. nvidia-persistenced). Read its pids with rpid NAME [KEY].
+# start_holder NAME [--as COMM | --forge COMM] [gs-holder options]...: starts
+# a holder and waits until it is set up. --as COMM: the executable is a copy
+# of gs-holder named COMM, owned by root, e.g. nvidia-persistenced (what a
+# package installs). --forge COMM: only the name is COMM (a symlink to
+# gs-holder: comm and argv[0] say COMM, /proc/PID/exe says gs-holder), as a
+# process that renames itself. Read its pids with rpid NAME [KEY].
 start_holder() {
 	local exe=$GS_HOLDER name=$1
 	shift
 	if [ "${1:-}" = --as ]; then
-		ln -sf "$GS_HOLDER" "$GS_BIN/$2"
+		[ -x "$GS_BIN/$2" ] || install -m 0755 "$GS_HOLDER" "$GS_BIN/$2"
 		exe=$GS_BIN/$2
+		shift 2
+	elif [ "${1:-}" = --forge ]; then
+		mkdir -p "$GS_BIN/forged"
+		ln -sf "$GS_HOLDER" "$GS_BIN/forged/$2"
+		exe=$GS_BIN/forged/$2
 		shift 2
 	fi
 	launch "$name" "$exe" --ready-file "$BATS_TEST_TMPDIR/$name.ready" "$@"
@@ -377,6 +385,7 @@ is_ours() {
 	local exe cg
 	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
 	[ "$exe" = "$(readlink -f "$GS_HOLDER")" ] && return 0
+	case $exe in "$GS_BIN"/*) return 0 ;; esac
 	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$GS_FAKES/" && return 0
 	while read -r cg; do
 		[ -n "$cg" ] && grep -qx "$1" "$cg/cgroup.procs" 2>/dev/null && return 0

@@ -238,12 +238,15 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	t=$(rpid t) s=$(rpid s)
 
 	run --separate-stderr gs reclaim -y --match 'trainer' --json
-	assert_status 0
+	# The selection is gone, but the server it left alone holds GPU 0:
+	# not "clean" (exit 6), and the verdict names it.
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$t" targets
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $s) | .reason")" "not selected" "server"
-	# Clean for this selection: the memory of what it left alone is the
-	# baseline.
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.baseline_mib)"')" "true 2000 2016" "GPU 0"
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .left_alone_holders[] | "\(.pid) \(.comm) \(.memory_mib)"')" "$s server 2000" "left alone, holding"
+	assert_match "$(jqo .summary)" "selection gone, but processes left alone hold memory: GPU 0 2000 MiB held by $s \\(server\\)" summary
 	assert_dead "$t"
 	assert_alive "$s"
 }

@@ -22,7 +22,9 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 	anc=$(rpid anc)
 	wait_for 30 test -s "$BATS_TEST_TMPDIR/anc.rc"
 	output=$(cat "$BATS_TEST_TMPDIR/anc.json")
-	assert_eq "$(cat "$BATS_TEST_TMPDIR/anc.rc")" 0 "exit status"
+	# The ancestor keeps its 512 MiB: the selection is gone, the GPU is not free.
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/anc.rc")" 6 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \([.gpus[0].left_alone_holders[].pid] | map(tostring) | join(","))"')" "selection-gone $anc" verdict
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $anc) | .reason")" "an ancestor of gpuslate" "ancestor"
 	assert_eq "$(jqo "[.processes[] | select(.pid == $anc)] | length")" 0 "signals to the ancestor"
 	assert_eq "$(jqo "[.processes[].pid] | map(tostring) | join(\",\")")" "$victim" "stopped"
@@ -50,7 +52,9 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 	assert_eq "$(jqo '.plan.left_alone[] | select(.pid == 1) | .reason')" "PID 1" "PID 1"
 	assert_eq "$(jqo '[.processes[] | select(.pid == 1)] | length')" 0 "signals to PID 1"
 	assert_eq "$(jqo '.processes | length')" 1 "processes stopped"
-	assert_eq "$(cat "$BATS_TEST_TMPDIR/rc")" 0 "exit status"
+	# PID 1 keeps what NVML accounts to it: not free, said so (exit 6).
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/rc")" 6 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \([.gpus[0].left_alone_holders[].pid] | map(tostring) | join(","))"')" "selection-gone 1" verdict
 }
 
 @test "safety: a kernel thread listed by NVML is never a target" {
@@ -71,7 +75,8 @@ CTX_SNIPPET='exec 8>"$FAKE_NVML_STATE/ctx/ext-$CTX_PID-0"; flock -s 8; printf "p
 		_ "$kt" "$CTX_SNIPPET" "$BATS_TEST_TMPDIR/klock.ready"
 
 	run --separate-stderr gs reclaim -y --json
-	assert_status 0
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $kt) | .reason")" "a kernel thread" "kernel thread $kt"
 	assert_eq "$(jqo "[.processes[] | select(.pid == $kt)] | length")" 0 "signals to the kernel thread"
 	assert_eq "$(starttime "$kt")" "$kst" "kernel thread $kt start time"

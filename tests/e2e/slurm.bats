@@ -212,10 +212,12 @@ alive() {
 	# For GPUs shared between jobs (gres/shard, MPS): other users' processes
 	# on the GPU are left alone and count as its baseline.
 	hold theirs 1
+	# nobody has no process at all (gpuslate: no match, exit 7), and the
+	# GPU is at its baseline: clean for the job.
 	SLURM_JOB_GPUS=1 SLURM_JOB_USER=nobody GPUSLATE_EPILOG_JOB_USER_ONLY=yes run bash "$WRAPPER"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" =~ gpus=1:\ clean\ in\ [0-9.]+s$ ]]
+	[[ "$output" =~ gpus=1:\ clean\ in\ [0-9.]+s\ \(no\ process\ of\ nobody\ left\)$ ]]
 	alive "$theirs_pid"
 	SLURM_JOB_GPUS=1 SLURM_JOB_USER=$(id -un) GPUSLATE_EPILOG_JOB_USER_ONLY=yes run bash "$WRAPPER"
 	echo "$output"

@@ -70,7 +70,7 @@ static void usage(void)
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
-	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
+	      "                 [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
 }
@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 {
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SETSID,
-	       O_SUPERVISE, O_READY_FILE, O_KIND };
+	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "dev-root", required_argument, NULL, O_DEV_ROOT },
@@ -443,6 +443,7 @@ int main(int argc, char **argv)
 		{ "supervise", no_argument, NULL, O_SUPERVISE },
 		{ "ready-file", required_argument, NULL, O_READY_FILE },
 		{ "kind", required_argument, NULL, O_KIND },
+		{ "note", required_argument, NULL, O_NOTE },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
@@ -479,6 +480,7 @@ int main(int argc, char **argv)
 				usage();
 			o.kind = optarg;
 			break;
+		case O_NOTE: break; /* only there to be seen in the command line */
 		default: usage();
 		}
 	}
@@ -490,6 +492,7 @@ int main(int argc, char **argv)
 		o.gpus[o.ngpus++] = 0;
 	if (o.setsid && setsid() < 0)
 		die("setsid: %s", strerror(errno));
+
 	setup_signals(o.ignore_term, &wait_mask);
 	if (o.supervise)
 		supervise(&o, &wait_mask);

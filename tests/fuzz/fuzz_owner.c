@@ -3,6 +3,7 @@
 #include "fuzz.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "proc/owner.h"
 
@@ -33,6 +34,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(o.unit[0] == '\0');
 		if (o.kind != GS_OWNER_USER_UNIT && o.kind != GS_OWNER_SESSION)
 			FUZZ_CHECK(o.uid == 0);
+		{
+			/* a unit's cgroup, when there is one, is a piece of the
+			 * path that starts at a component and ends with a unit */
+			char cg[sizeof(o.cgroup)];
+
+			if (gs_owner_unit_cgroup(&o, cg, sizeof(cg)) == 0) {
+				size_t n = strlen(cg);
+
+				FUZZ_CHECK(cg[0] == '/' && strstr(o.cgroup, cg) != NULL);
+				FUZZ_CHECK((n > 8 && !strcmp(cg + n - 8, ".service")) ||
+					   (n > 6 && !strcmp(cg + n - 6, ".scope")));
+				FUZZ_CHECK(o.kind == GS_OWNER_UNIT || o.kind == GS_OWNER_LXC);
+			}
+		}
 	}
 	free(text);
 	return 0;

@@ -12,7 +12,8 @@ trap cleanup EXIT
 sh tests/fakes/mkhost.sh "$T" 2
 export FAKE_NVML_STATE=$T/nvml GPUSLATE_DEV_ROOT=$T/dev GPUSLATE_NVIDIA_PROCFS=$T/driver \
 	GPUSLATE_NVML_LIB=$PWD/build/fakes/libnvidia-ml.so.1 GPUSLATE_LOCK_FILE=$T/lock GPUSLATE_STATE_FILE=$T/state GPUSLATE_NO_PROGRESS=1
-ln -s "$PWD/build/fakes/gs-holder" "$T/nvidia-persistenced"
+# A root-owned copy: protection rests on the executable, not on a symlink's name.
+install -m 0755 "$PWD/build/fakes/gs-holder" "$T/nvidia-persistenced"
 build/fakes/gs-holder --gpu 0 --mib 2048 --ready-file "$T/a" & pids+=($!)
 build/fakes/gs-holder --gpu 1 --client --ready-file "$T/b" & pids+=($!)
 "$T/nvidia-persistenced" --gpu 1 --mib 300 --ready-file "$T/c" & pids+=($!)
@@ -27,6 +28,7 @@ seed() { # seed NAME HEADER(2 bytes, printf escapes) ARGS...
 seed status_busy '\000\000' status --json
 seed wait_busy '\002\001' wait --timeout 0.3 --json
 seed reclaim_dry '\001\000' reclaim --dry-run --json
+seed reclaim_no_match '\001\007' reclaim -y --unit no-such.service --json
 seed reclaim_clean '\001\000' reclaim -y --grace 2 --json
 seed status_clean '\000\000' status --json
 echo 'fail nvmlInit_v2 18' >"$T/nvml/inject"

@@ -124,6 +124,26 @@ static const char wait_busy[] =
 	"\"memory_before_mib\": 300, \"memory_after_mib\": 300, \"baseline_mib\": 316, \"held_by\": []}], "
 	"\"respawns\": []}";
 
+/* reclaim -u 1000 on a host where another user's job (left alone) holds
+ * GPU 0: the selection is gone, the GPU is not free. */
+static const char reclaim_selection_gone[] =
+	"{\"schema_version\": 1, \"tool\": \"gpuslate\", \"command\": \"reclaim\", \"verdict\": \"selection-gone\", "
+	"\"exit_status\": 6, \"summary\": \"gpuslate: selection gone, but processes left alone hold memory: GPU 0 "
+	"8192 MiB held by 4242 (serve)\", \"unmatched\": [], "
+	"\"plan\": {\"gpus\": [0], \"targets\": [{\"pid\": 1234, \"comm\": \"train\"}], \"left_alone\": "
+	"[{\"pid\": 4242, \"comm\": \"serve\", \"role\": \"compute\", \"reason\": \"not selected\"}]}, "
+	"\"gpus\": [{\"index\": 0, \"clean\": true, \"memory_before_mib\": 12288, \"memory_after_mib\": 8192, "
+	"\"held_by\": [], \"left_alone_holders\": [{\"pid\": 4242, \"comm\": \"serve\", \"memory_mib\": 8192}]}], "
+	"\"respawns\": []}";
+
+/* pdsh habit: `gpuslate -w node03 -u 30 reclaim -y`, no process of uid 30. */
+static const char reclaim_no_match[] =
+	"{\"schema_version\": 1, \"tool\": \"gpuslate\", \"command\": \"reclaim\", \"verdict\": \"no-match\", "
+	"\"exit_status\": 7, \"summary\": \"gpuslate: nothing matched: -u 30 matches no process\", "
+	"\"unmatched\": [\"-u 30\"], \"plan\": {\"gpus\": [0], \"targets\": [], \"left_alone\": []}, "
+	"\"gpus\": [{\"index\": 0, \"clean\": true, \"memory_before_mib\": 3590, \"memory_after_mib\": 3590, "
+	"\"held_by\": [], \"left_alone_holders\": []}], \"respawns\": []}";
+
 /* ---- helpers ----------------------------------------------------------- */
 
 static bool printable(const char *s)
@@ -590,6 +610,37 @@ static int exit_of(const struct fleet *f)
 	return gs_fleet_exit_status(&s);
 }
 
+/* Issue 11 item 9: the fleet folded a host whose filter matched nothing,
+ * and one whose GPUs others still hold, into "clean". */
+static void test_reclaim_selection_gone_and_no_match(void **state)
+{
+	struct fleet f = { 0 };
+	char *text = NULL;
+
+	(void)state;
+	expect_line("reclaim", 6, reclaim_selection_gone, NULL, GS_HV_SELECTION_GONE,
+		    "selection gone, 1 GPU, 8192 MiB: GPU 0 held by 4242 (serve) (left alone)");
+	expect_line("reclaim", 7, reclaim_no_match, NULL, GS_HV_NO_MATCH,
+		    "no match, 1 GPU, 3590 MiB: nothing matched: -u 30 matches no process");
+
+	/* one host, nothing matched: the fleet says so (exit 7) */
+	fleet_add(&f, "node03", "reclaim", 7, reclaim_no_match, NULL);
+	assert_int_equal(exit_of(&f), 7);
+	assert_int_equal(gs_fleet_render_text(f.r, f.n, false, &text), 0);
+	assert_non_null(strstr(text, "node03: no match, 1 GPU, 3590 MiB: nothing matched: -u 30 matches no process\n"));
+	assert_non_null(strstr(text, "1 host: 0 clean, 0 not clean, 0 failed, 1 no match\n"));
+	free(text);
+	/* the unit runs on another host, cleaned there: not a failure */
+	fleet_add(&f, "node04", "reclaim", 0, reclaim_clean, NULL);
+	assert_int_equal(exit_of(&f), 0);
+	/* a host whose GPU stays busy with what the selection left alone */
+	fleet_add(&f, "node05", "reclaim", 6, reclaim_selection_gone, NULL);
+	assert_int_equal(exit_of(&f), 6);
+	fleet_add(&f, "node06", "reclaim", 1, reclaim_not_clean, NULL);
+	assert_int_equal(exit_of(&f), 1);
+	fleet_free(&f);
+}
+
 static void test_text_folding(void **state)
 {
 	struct fleet f = { 0 };
@@ -678,9 +729,13 @@ static void test_exit_status_rule(void **state)
 		struct gs_fleet_summary s;
 		int want;
 	} cases[] = {
-		{ { 0, 0, 0, 0, 0 }, 0 },  { { 3, 3, 0, 0, 0 }, 0 }, { { 3, 1, 0, 2, 0 }, 0 },
-		{ { 3, 0, 0, 3, 0 }, 0 },  { { 3, 2, 1, 0, 0 }, 1 }, { { 3, 0, 3, 0, 0 }, 1 },
-		{ { 3, 1, 0, 1, 1 }, 4 },  { { 3, 1, 1, 0, 1 }, 4 }, { { 1, 0, 0, 0, 1 }, 4 },
+		{ { 0, 0, 0, 0, 0, 0, 0 }, 0 },  { { 3, 3, 0, 0, 0, 0, 0 }, 0 }, { { 3, 1, 0, 2, 0, 0, 0 }, 0 },
+		{ { 3, 0, 0, 3, 0, 0, 0 }, 0 },  { { 3, 2, 1, 0, 0, 0, 0 }, 1 }, { { 3, 0, 3, 0, 0, 0, 0 }, 1 },
+		{ { 3, 1, 0, 1, 1, 0, 0 }, 4 },  { { 3, 1, 1, 0, 1, 0, 0 }, 4 }, { { 1, 0, 0, 0, 1, 0, 0 }, 4 },
+		/* hosts, clean, not clean, dry run, failed, selection gone, no match */
+		{ { 2, 1, 0, 0, 0, 1, 0 }, 6 }, { { 2, 0, 1, 0, 0, 1, 0 }, 1 }, { { 2, 0, 0, 0, 1, 1, 0 }, 4 },
+		{ { 1, 0, 0, 0, 0, 0, 1 }, 7 }, { { 2, 1, 0, 0, 0, 0, 1 }, 0 }, { { 2, 0, 0, 1, 0, 0, 1 }, 0 },
+		{ { 2, 0, 0, 0, 0, 1, 1 }, 6 },
 	};
 	struct fleet f = { 0 };
 
@@ -839,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_status_documents),
 		cmocka_unit_test(test_status_tolerance),
 		cmocka_unit_test(test_reclaim_documents),
+		cmocka_unit_test(test_reclaim_selection_gone_and_no_match),
 		cmocka_unit_test(test_document_mismatches),
 		cmocka_unit_test(test_ssh_failures),
 		cmocka_unit_test(test_remote_failures),

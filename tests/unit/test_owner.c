@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdbool.h>
+
 #include "proc/owner.h"
 
 #define ID2 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -88,9 +90,11 @@ static void test_system_units(void **state)
 	expect("0::/gpu.slice/gpu-jobs.slice/train.service\n", GS_OWNER_UNIT, "train.service", "", 0, NULL);
 	/* transient scope from systemd-run --scope */
 	expect("0::/system.slice/run-r3b1c2d.scope\n", GS_OWNER_UNIT, "run-r3b1c2d.scope", "", 0, NULL);
-	/* the innermost service wins over an outer one and over scopes */
-	expect("0::/system.slice/outer.service/inner.service\n", GS_OWNER_UNIT, "inner.service", "", 0, NULL);
-	expect("0::/system.slice/a.service/x.scope\n", GS_OWNER_UNIT, "a.service", "", 0, NULL);
+	/* a unit inside a unit lives below a delegation boundary: the outer
+	 * unit is the host's, the inner one its own manager's (see
+	 * test_delegation_boundaries) */
+	expect("0::/system.slice/outer.service/inner.service\n", GS_OWNER_UNIT, "outer.service", "inner.service", 0, NULL);
+	expect("0::/system.slice/a.service/x.scope\n", GS_OWNER_UNIT, "a.service", "x.scope", 0, NULL);
 	/* docker.service itself is a unit, not a container */
 	expect("0::/system.slice/docker.service\n", GS_OWNER_UNIT, "docker.service", "", 0, NULL);
 	/* removed cgroup on v2 */
@@ -294,11 +298,91 @@ static void test_nspawn(void **state)
 	expect("0::/machine.slice/machine-build.scope\n", GS_OWNER_NSPAWN, "build", "", 0, NULL);
 	expect("0::/machine.slice/machine-build.scope/payload/system.slice/x.service\n",
 	       GS_OWNER_NSPAWN, "build", "x.service", 0, NULL);
+	/* machined escapes the machine name; --container takes it as typed */
 	expect("0::/machine.slice/machine-gpu\\x2dct.scope/payload/init.scope\n",
-	       GS_OWNER_NSPAWN, "gpu\\x2dct", "init.scope", 0, NULL);
+	       GS_OWNER_NSPAWN, "gpu-ct", "init.scope", 0, NULL);
 	/* a libvirt VM is not an nspawn container */
 	expect("0::/machine.slice/machine-qemu\\x2d1\\x2dwin11.scope/libvirt/emulator\n",
 	       GS_OWNER_UNIT, "machine-qemu\\x2d1\\x2dwin11.scope", "", 0, NULL);
+}
+
+/* Whether the owner lies below a delegation boundary, and the cgroup its
+ * unit's manager reports for the unit ("" when there is none to check). */
+static void expect_boundary(const char *text, enum gs_owner_kind kind, const char *name, const char *unit,
+			    bool delegated, const char *unit_cgroup)
+{
+	struct gs_owner o;
+	char cg[1024] = "";
+	int r;
+
+	expect(text, kind, name, unit, 0, NULL);
+	assert_int_equal(gs_owner_from_cgroup(text, &o), 0);
+	r = gs_owner_unit_cgroup(&o, cg, sizeof(cg));
+	if ((bool)o.delegated != delegated || (unit_cgroup[0] ? r != 0 || strcmp(cg, unit_cgroup) : r != -ENOENT))
+		print_error("text: %sgot delegated=%d unit cgroup r=%d '%s'\n", text, o.delegated, r, cg);
+	assert_int_equal(o.delegated, delegated);
+	if (unit_cgroup[0]) {
+		assert_int_equal(r, 0);
+		assert_string_equal(cg, unit_cgroup);
+	} else {
+		assert_int_equal(r, -ENOENT);
+	}
+}
+
+/* Issue 11 item 2: the innermost *.service of a path was taken for a host
+ * unit, so `systemctl stop ollama.service` ran on the host for a service
+ * inside a container. A unit below another unit belongs to the inner
+ * manager. Paths as systemd, machined, nspawn and LXC create them. */
+static void test_delegation_boundaries(void **state)
+{
+	(void)state;
+	/* stock systemd-nspawn@.service (machinectl start ct1), systemd inside */
+	expect_boundary("0::/machine.slice/systemd-nspawn@ct1.service/payload/system.slice/ollama.service\n",
+			GS_OWNER_NSPAWN, "ct1", "ollama.service", false, "");
+	expect_boundary("0::/machine.slice/systemd-nspawn@ct1.service/supervisor\n", GS_OWNER_NSPAWN, "ct1", "",
+			false, "");
+	expect_boundary("0::/machine.slice/systemd-nspawn@gpu\\x2dbox.service/payload/init.scope\n",
+			GS_OWNER_NSPAWN, "gpu-box", "init.scope", false, "");
+	/* registered with machined as a scope */
+	expect_boundary("0::/machine.slice/machine-ct2.scope/payload/system.slice/vllm.service\n",
+			GS_OWNER_NSPAWN, "ct2", "vllm.service", false, "");
+	/* nspawn --keep-unit run from a script's own cgroup (no unit above) */
+	expect_boundary("0::/gs-test-77/payload/system.slice/ollama.service\n", GS_OWNER_NSPAWN, "gs-test-77",
+			"ollama.service", false, "");
+	/* ... and from a unit: the generic case below */
+	expect_boundary("0::/system.slice/box.service/payload/system.slice/ollama.service\n", GS_OWNER_UNIT,
+			"box.service", "ollama.service", true, "/system.slice/box.service");
+	/* a CI runner with Delegate=yes running a job's own systemd */
+	expect_boundary("0::/system.slice/gitlab-runner.service/job-4411/system.slice/ollama.service\n",
+			GS_OWNER_UNIT, "gitlab-runner.service", "ollama.service", true,
+			"/system.slice/gitlab-runner.service");
+	/* a plain host unit and its own sub-cgroups: not delegated to a manager */
+	expect_boundary("0::/system.slice/ollama.service\n", GS_OWNER_UNIT, "ollama.service", "", false,
+			"/system.slice/ollama.service");
+	expect_boundary("0::/system.slice/triton.service/workers/w3\n", GS_OWNER_UNIT, "triton.service", "",
+			false, "/system.slice/triton.service");
+	/* a test world's manager below a non-unit cgroup */
+	expect_boundary("0::/gs-e2e-1-2/system.slice/trainer.service\n", GS_OWNER_UNIT, "trainer.service", "",
+			false, "/gs-e2e-1-2/system.slice/trainer.service");
+	/* Proxmox: the CT's unit as the CT's systemd names it */
+	expect_boundary("0::/lxc/129/ns/system.slice/ollama.service\n", GS_OWNER_LXC, "129", "ollama.service",
+			false, "/system.slice/ollama.service");
+	expect_boundary("0::/lxc.payload.ct1/system.slice/foo.service\n", GS_OWNER_LXC, "ct1", "foo.service",
+			false, "/system.slice/foo.service");
+	/* a user manager inside the CT: its units are not the CT's system units */
+	expect_boundary("0::/lxc/129/ns/user.slice/user-0.slice/user@0.service/app.slice/foo.service\n",
+			GS_OWNER_LXC, "129", "user@0.service", true, "/user.slice/user-0.slice/user@0.service");
+	/* a delegated unit inside the CT */
+	expect_boundary("0::/lxc/129/ns/system.slice/runner.service/c1/system.slice/ollama.service\n",
+			GS_OWNER_LXC, "129", "runner.service", true, "/system.slice/runner.service");
+	/* docker and podman with systemd inside: the container owns it */
+	expect_boundary("0::/docker/" ID2 "/system.slice/ollama.service\n", GS_OWNER_DOCKER, ID2, "", false, "");
+	expect_boundary("0::/system.slice/docker-" ID2 ".scope/system.slice/ollama.service\n", GS_OWNER_DOCKER,
+			ID2, "", false, "");
+	expect_boundary("0::/machine.slice/libpod-" ID2 ".scope/container/system.slice/ollama.service\n",
+			GS_OWNER_PODMAN, ID2, "", false, "");
+	/* seen from inside a cgroup namespace: no manager we reach names it so */
+	expect_boundary("0::/../../system.slice/ollama.service\n", GS_OWNER_UNIT, "ollama.service", "", false, "");
 }
 
 static void test_cgroupns_relative(void **state)
@@ -476,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_lxc),
 		cmocka_unit_test(test_slurm),
 		cmocka_unit_test(test_nspawn),
+		cmocka_unit_test(test_delegation_boundaries),
 		cmocka_unit_test(test_cgroupns_relative),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_long_paths),

@@ -124,13 +124,14 @@ sd_quote() {
 }
 
 # world_unit [--restart no|always|on-failure] [--kill-mode MODE] [--slice S]
-#            NAME -- CMD [ARG]...: defines NAME.service for the test's
+#            [--unit-set KEY=VALUE]... NAME -- CMD [ARG]...: defines NAME.service for the test's
 # manager (Slice=system.slice, RestartSec=100ms, the simulated host's
 # environment) and starts it. Sets UNIT_MAIN (its MainPID) and tracks it.
 world_unit() {
-	local restart=no kill_mode=control-group slice=system.slice name w exec=''
+	local restart=no kill_mode=control-group slice=system.slice name w exec='' extra=''
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--unit-set) extra="$extra$2"$'\n'; shift 2 ;;
 		--restart) restart=$2; shift 2 ;;
 		--kill-mode) kill_mode=$2; shift 2 ;;
 		--slice) slice=$2; shift 2 ;;
@@ -142,6 +143,8 @@ world_unit() {
 	shift 2
 	for w in "$@"; do exec="$exec $(sd_quote "$w")"; done
 	cat >"$WORLD_SD_DIR/config/systemd/user/$name.service" <<-EOF
+		[Unit]
+		$extra
 		[Service]
 		Slice=$slice
 		ExecStart=${exec# }

@@ -1,0 +1,556 @@
+/* The plan's decisions from literal hosts: snapshots, process tables and
+ * cgroup paths written out here, no /proc and no NVML. Each test is named
+ * after the situation it reproduces (issue 11: wrong kills and false
+ * cleans), and asserts what the plan would make gpuslate do. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/filters.h"
+#include "core/plan.h"
+#include "core/snapshot.h"
+#include "proc/owner.h"
+#include "util/util.h"
+
+#define MIB GS_MIB
+#define SELF 999000 /* gpuslate's pid in these worlds: no process's ancestor */
+
+/* A host: GPUs, holders (ascending pids), NVML's lists, every process. */
+struct world {
+	struct gs_snapshot s;
+	struct gs_ptable pt;
+	struct gs_gpu gpus[4];
+	struct gs_holder holders[16];
+	struct gs_nvml_entry nvml[16];
+	struct gs_pidstat procs[32];
+	struct gs_owner self_owner;
+	struct gs_selection sel;
+	struct gs_plan plan;
+};
+
+static struct world *new_world(unsigned n_gpus)
+{
+	struct world *w = calloc(1, sizeof(*w));
+
+	assert_non_null(w);
+	for (unsigned g = 0; g < n_gpus; g++) {
+		w->gpus[g].index = g;
+		w->gpus[g].minor = g;
+		snprintf(w->gpus[g].uuid, sizeof(w->gpus[g].uuid), "GPU-a2983c1e-0000-4000-8000-%012x", g);
+		w->gpus[g].mem_known = true;
+		w->gpus[g].mem_total = 143771 * MIB;
+	}
+	w->s.gpus = w->gpus;
+	w->s.n_gpus = n_gpus;
+	w->s.holders = w->holders;
+	w->s.nvml = w->nvml;
+	w->pt.procs = w->procs;
+	w->sel.tolerance_mib = 16;
+	(void)gs_owner_from_cgroup("0::/user.slice/user-0.slice/session-1.scope\n", &w->self_owner);
+	return w;
+}
+
+static void free_world(struct world *w)
+{
+	gs_plan_free(&w->plan);
+	free(w);
+}
+
+/* A process in the table (processes must come in ascending pid order). */
+static struct gs_pidstat *proc(struct world *w, pid_t pid, pid_t ppid, pid_t pgrp, const char *comm)
+{
+	struct gs_pidstat *st = &w->procs[w->pt.n++];
+
+	assert_true(w->pt.n <= GS_ARRAY_SIZE(w->procs));
+	st->pid = pid;
+	st->ppid = ppid;
+	st->pgrp = pgrp;
+	st->session = pgrp;
+	st->state = 'S';
+	st->starttime = (uint64_t)pid * 10;
+	gs_strlcpy(st->comm, comm, sizeof(st->comm));
+	return st;
+}
+
+/* A process that holds GPUs: in the table and in the snapshot, owned per
+ * the literal /proc/PID/cgroup text, a compute holder by default. */
+static struct gs_holder *holder(struct world *w, pid_t pid, pid_t ppid, pid_t pgrp, const char *comm,
+				const char *cgroup)
+{
+	struct gs_holder *h = &w->holders[w->s.n_holders++];
+	struct gs_pidstat *st = proc(w, pid, ppid, pgrp, comm);
+
+	assert_true(w->s.n_holders <= GS_ARRAY_SIZE(w->holders));
+	h->pid = pid;
+	h->alive = h->info_ok = true;
+	h->info.st = *st;
+	h->info.status.uid = 1000;
+	gs_strlcpy(h->info.name, comm, sizeof(h->info.name));
+	gs_strlcpy(h->info.user, "alice", sizeof(h->info.user));
+	assert_int_equal(gs_owner_from_cgroup(cgroup, &h->info.owner), 0);
+	h->role = GS_ROLE_COMPUTE;
+	return h;
+}
+
+/* It maps /dev/nvidia<g>: a CUDA context there. */
+static void maps(struct gs_holder *h, unsigned g)
+{
+	gs_gpuset_add(&h->gpus, g);
+	gs_minorset_add(&h->map_minors, g);
+	gs_minorset_add(&h->fd_minors, g);
+	h->maps_gpu = true;
+	h->n_fds++;
+}
+
+/* It has /dev/nvidia<g> open, maps nothing there. */
+static void opens(struct gs_holder *h, unsigned g)
+{
+	gs_gpuset_add(&h->gpus, g);
+	gs_minorset_add(&h->fd_minors, g);
+	h->n_fds++;
+}
+
+/* NVML lists pid on GPU g with mib MiB (confirmed when it maps g). */
+static void nvml(struct world *w, struct gs_holder *h, unsigned g, uint64_t mib)
+{
+	w->nvml[w->s.n_nvml++] = (struct gs_nvml_entry){ .pid = h->pid, .gpu = g, .mem_known = true,
+							 .mem_used = mib * MIB };
+	w->gpus[g].mem_used += mib * MIB;
+	h->nvml_listed = true;
+	gs_gpuset_add(&h->nvml_gpus, g);
+	if (!gs_minorset_has(&h->map_minors, g))
+		gs_gpuset_add(&h->nvml_unconfirmed, g);
+	h->mem_known = true;
+	h->mem_used += mib * MIB;
+}
+
+static void plan(struct world *w, const char *gpus)
+{
+	char err[256] = "";
+	int r;
+
+	w->sel.gpus = gpus;
+	r = gs_plan_build(&w->s, &w->pt, &w->sel, SELF, &w->self_owner, &w->plan, err, sizeof(err));
+	if (r != 0)
+		print_error("plan failed: %d %s\n", r, err);
+	assert_int_equal(r, 0);
+}
+
+static const struct gs_target *target(const struct world *w, pid_t pid)
+{
+	return gs_plan_find_target(&w->plan, pid);
+}
+
+static const struct gs_leftalone *left(const struct world *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->plan.n_left; i++)
+		if (w->plan.left[i].pid == pid)
+			return &w->plan.left[i];
+	return NULL;
+}
+
+/* Issue 11 item 1: `reclaim -g 1` killed a process holding only GPU 0
+ * because it shared the process group of a GPU 1 holder, and showed it with
+ * GPUS "-". */
+static void test_group_member_holding_an_unselected_gpu_is_not_taken(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *leader, *other;
+
+	(void)state;
+	leader = holder(w, 100, 1, 100, "torchrun", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(leader, 1);
+	nvml(w, leader, 1, 4096);
+	other = holder(w, 101, 100, 100, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(other, 0);
+	nvml(w, other, 0, 2048);
+	proc(w, 102, 100, 100, "logger"); /* holds nothing: goes with the group */
+	plan(w, "1");
+
+	assert_non_null(target(w, 100));
+	assert_null(target(w, 101));
+	assert_non_null(left(w, 101));
+	assert_int_equal(left(w, 101)->why, GS_LEAVE_OTHER_GPU);
+	assert_non_null(target(w, 102));
+	assert_int_equal(target(w, 102)->why, GS_WHY_GROUP_MEMBER);
+	assert_int_equal(target(w, 100)->action, GS_ACT_SIGNAL_GROUP);
+	free_world(w);
+}
+
+/* The plan shows a member's real GPUs: a member that holds a selected GPU
+ * points at its holder entry, not "-". */
+static void test_group_member_shows_the_gpus_it_holds(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *leader, *member;
+
+	(void)state;
+	leader = holder(w, 100, 1, 100, "torchrun", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(leader, 1);
+	nvml(w, leader, 1, 4096);
+	member = holder(w, 101, 100, 100, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	opens(member, 1);
+	member->role = GS_ROLE_CLIENT;
+	plan(w, "1");
+
+	assert_non_null(target(w, 101));
+	assert_int_equal(target(w, 101)->holder, 1);
+	assert_true(gs_gpuset_has(&w->holders[target(w, 101)->holder].gpus, 1));
+	free_world(w);
+}
+
+/* A group whose only other member is left alone is not "signal process
+ * group": the label must say what happens. */
+static void test_group_with_no_member_taken_is_a_plain_signal(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *leader, *other;
+
+	(void)state;
+	leader = holder(w, 100, 1, 100, "torchrun", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(leader, 1);
+	other = holder(w, 101, 100, 100, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(other, 0);
+	plan(w, "1");
+
+	assert_int_equal(target(w, 100)->action, GS_ACT_SIGNAL);
+	free_world(w);
+}
+
+/* A child of a target that also holds a GPU outside the selection (it
+ * inherited the nodes of both): not taken with its parent. */
+static void test_descendant_holding_an_unselected_gpu_is_not_taken(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *parent, *child;
+
+	(void)state;
+	parent = holder(w, 200, 1, 200, "vllm", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(parent, 1);
+	child = holder(w, 201, 200, 201, "monitor", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	opens(child, 0);
+	opens(child, 1);
+	child->role = GS_ROLE_CLIENT;
+	plan(w, "1");
+
+	assert_non_null(target(w, 200));
+	assert_null(target(w, 201));
+	assert_int_equal(left(w, 201)->why, GS_LEAVE_OTHER_GPU);
+
+	/* holding only the selected GPU, it goes with its parent */
+	gs_plan_free(&w->plan);
+	memset(&child->gpus, 0, sizeof(child->gpus));
+	opens(child, 1);
+	plan(w, "1");
+	assert_non_null(target(w, 201));
+	assert_int_equal(target(w, 201)->why, GS_WHY_DESCENDANT);
+	free_world(w);
+}
+
+/* A unit is stopped only when stopping it takes nothing the selection
+ * leaves alone: here a peer in its cgroup holds GPU 0. */
+static void test_unit_peer_holding_an_unselected_gpu_blocks_the_unit_stop(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *a, *b;
+
+	(void)state;
+	a = holder(w, 300, 1, 300, "trainer", "0::/system.slice/trainer.service\n");
+	maps(a, 1);
+	b = holder(w, 301, 1, 301, "trainer", "0::/system.slice/trainer.service/workers\n");
+	maps(b, 0);
+	plan(w, "1");
+	assert_int_equal(target(w, 300)->action, GS_ACT_SIGNAL);
+	assert_int_equal(w->plan.n_units, 0);
+
+	/* with both GPUs selected, the unit goes through systemd */
+	gs_plan_free(&w->plan);
+	plan(w, NULL);
+	assert_int_equal(target(w, 300)->action, GS_ACT_STOP_UNIT);
+	assert_int_equal(target(w, 301)->action, GS_ACT_STOP_UNIT);
+	assert_int_equal(w->plan.n_units, 1);
+	assert_string_equal(w->plan.units[0].unit, "trainer.service");
+	assert_string_equal(w->plan.units[0].cgroup, "/system.slice/trainer.service");
+	free_world(w);
+}
+
+/* A peer below a delegation boundary of the unit is in its cgroup: the
+ * host unit's stop would take it, whatever its owner reads as. */
+static void test_unit_peer_in_a_delegated_subtree_blocks_the_unit_stop(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *a, *b;
+
+	(void)state;
+	a = holder(w, 300, 1, 300, "runner", "0::/system.slice/ci.service\n");
+	maps(a, 1);
+	b = holder(w, 301, 1, 301, "ollama", "0::/system.slice/ci.service/job-7/system.slice/ollama.service\n");
+	maps(b, 0);
+	plan(w, "1");
+	assert_int_equal(target(w, 300)->action, GS_ACT_SIGNAL);
+	assert_int_equal(w->plan.n_units, 0);
+	free_world(w);
+}
+
+/* Issue 11 item 2: a service inside a container booted by the stock
+ * systemd-nspawn@.service was stopped as a host unit of the same name. */
+static void test_unit_below_a_delegation_boundary_is_never_stopped_on_the_host(void **state)
+{
+	static const char *const cgroups[] = {
+		"0::/machine.slice/systemd-nspawn@ct1.service/payload/system.slice/ollama.service\n",
+		"0::/machine.slice/machine-ct2.scope/payload/system.slice/ollama.service\n",
+		"0::/system.slice/gitlab-runner.service/job-1/system.slice/ollama.service\n",
+		"0::/docker/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/system.slice/ollama.service\n",
+		"0::/lxc/129/ns/system.slice/runner.service/c1/system.slice/ollama.service\n",
+		"0::/../../system.slice/ollama.service\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < GS_ARRAY_SIZE(cgroups); i++) {
+		struct world *w = new_world(1);
+		struct gs_holder *h = holder(w, 400, 1, 400, "ollama", cgroups[i]);
+
+		maps(h, 0);
+		w->sel.have_pct = true;
+		plan(w, NULL);
+		if (target(w, 400)->action != GS_ACT_SIGNAL || w->plan.n_units != 0)
+			print_error("cgroup %s: action %s, %zu units\n", cgroups[i], gs_action_str(target(w, 400)->action),
+				    w->plan.n_units);
+		assert_int_equal(target(w, 400)->action, GS_ACT_SIGNAL);
+		assert_int_equal(w->plan.n_units, 0);
+		free_world(w);
+	}
+}
+
+/* --unit names units of the host (or a CT's own units), never a unit an
+ * inner manager runs below a delegation boundary. */
+static void test_unit_filter_does_not_reach_below_a_delegation_boundary(void **state)
+{
+	struct world *w = new_world(1);
+	static const char *const units[] = { "ollama" };
+	struct gs_holder *host_unit, *inner;
+
+	(void)state;
+	host_unit = holder(w, 500, 1, 500, "ollama", "0::/system.slice/ollama.service\n");
+	maps(host_unit, 0);
+	inner = holder(w, 501, 1, 501, "ollama", "0::/system.slice/box.service/x/system.slice/ollama.service\n");
+	maps(inner, 0);
+	w->sel.filters.units = units;
+	w->sel.filters.n_units = 1;
+	plan(w, NULL);
+	assert_non_null(target(w, 500));
+	assert_null(target(w, 501));
+	assert_int_equal(left(w, 501)->why, GS_LEAVE_NOT_SELECTED);
+	free_world(w);
+}
+
+/* Issue 11 item 4: NVML named the PID of a monitor that only has the node
+ * open (no mapping): it was promoted to compute and killed. */
+static void test_nvml_listed_monitor_with_only_an_fd_is_left_alone(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *job, *smi;
+
+	(void)state;
+	job = holder(w, 600, 1, 600, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(job, 0);
+	nvml(w, job, 0, 1024);
+	smi = holder(w, 601, 1, 601, "nvidia-smi", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	opens(smi, 0);
+	nvml(w, smi, 0, 700); /* the PID NVML means is another process */
+	smi->role = GS_ROLE_CLIENT;
+	plan(w, NULL);
+
+	assert_non_null(target(w, 600));
+	assert_null(target(w, 601));
+	assert_int_equal(left(w, 601)->why, GS_LEAVE_NO_CONTEXT);
+	/* and its 700 MiB is not excused: the GPU is not clean while it is there */
+	assert_int_equal(w->plan.baseline[0], 16 * MIB);
+	free_world(w);
+}
+
+/* Issue 11 item 9: memory of processes left alone is named (they keep the
+ * GPU busy), that of protected daemons is not. */
+static void test_left_alone_memory_is_listed_apart_from_protected_daemons(void **state)
+{
+	struct world *w = new_world(1);
+	static const char *const users[] = { "1000" };
+	struct gs_holder *mine, *theirs, *pd;
+
+	(void)state;
+	mine = holder(w, 700, 1, 700, "train", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(mine, 0);
+	nvml(w, mine, 0, 4096);
+	theirs = holder(w, 701, 1, 701, "serve", "0::/user.slice/user-1001.slice/session-5.scope\n");
+	theirs->info.status.uid = 1001;
+	maps(theirs, 0);
+	nvml(w, theirs, 0, 8192);
+	pd = holder(w, 702, 1, 702, "nvidia-persiste", "0::/system.slice/nvidia-persistenced.service\n");
+	maps(pd, 0);
+	nvml(w, pd, 0, 64);
+	pd->role = GS_ROLE_PROTECTED;
+	w->sel.filters.users = users;
+	w->sel.filters.n_users = 1;
+	plan(w, NULL);
+
+	assert_non_null(target(w, 700));
+	assert_int_equal(left(w, 701)->why, GS_LEAVE_NOT_SELECTED);
+	assert_int_equal(left(w, 702)->why, GS_LEAVE_PROTECTED);
+	assert_int_equal(w->plan.baseline[0], (8192 + 64 + 16) * MIB);
+	assert_int_equal(w->plan.n_others, 1);
+	assert_int_equal(w->plan.others[0].pid, 701);
+	assert_int_equal(w->plan.others[0].mem, 8192 * MIB);
+	assert_string_equal(w->plan.others[0].comm, "serve");
+	free_world(w);
+}
+
+static struct gs_procinfo named(const char *comm, const char *exe, uid_t exe_uid, mode_t mode, uid_t uid,
+				const char *cgroup)
+{
+	struct gs_procinfo in;
+
+	memset(&in, 0, sizeof(in));
+	gs_strlcpy(in.st.comm, comm, sizeof(in.st.comm));
+	gs_strlcpy(in.name, comm, sizeof(in.name));
+	if (exe) {
+		in.exe_ok = true;
+		gs_strlcpy(in.exe_name, exe, sizeof(in.exe_name));
+		in.exe_uid = exe_uid;
+		in.exe_mode = S_IFREG | mode;
+	}
+	in.status.uid = uid;
+	assert_int_equal(gs_owner_from_cgroup(cgroup, &in.owner), 0);
+	return in;
+}
+
+/* Issue 11 item 6: any process could call itself Xorg (PR_SET_NAME) and
+ * be protected on its comm alone, its memory excused. */
+static void test_protected_name_rests_on_executable_unit_and_uid(void **state)
+{
+	const char *session = "0::/user.slice/user-1000.slice/session-4.scope\n";
+	const char *gdm = "0::/user.slice/user-120.slice/session-c1.scope\n";
+	struct gs_procinfo in;
+
+	(void)state;
+	/* PR_SET_NAME("Xorg") in a python job */
+	in = named("Xorg", "python3.11", 0, 0755, 1000, session);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_UNVERIFIED);
+	/* a user's own copy named Xorg */
+	in = named("Xorg", "Xorg", 1000, 0755, 1000, session);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_UNVERIFIED);
+	/* the real binary, run by a user (anything can be preloaded into it) */
+	in = named("Xorg", "Xorg", 0, 0755, 1000, session);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_UNVERIFIED);
+	/* root's binary that others may write to */
+	in = named("Xorg", "Xorg", 0, 0775, 120, gdm);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_UNVERIFIED);
+	/* gdm's greeter X server: root's binary, a system account */
+	in = named("Xorg", "Xorg", 0, 0755, 120, gdm);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_VERIFIED);
+	/* persistenced seen by a user who cannot read its exe: its unit */
+	in = named("nvidia-persiste", NULL, 0, 0, 999, "0::/system.slice/nvidia-persistenced.service\n");
+	assert_int_equal(gs_protection_of(&in), GS_PROT_VERIFIED);
+	/* the same unit name in a user's own manager is the user's */
+	in = named("nvidia-persiste", NULL, 0, 0, 1000,
+		   "0::/user.slice/user-1000.slice/user@1000.service/app.slice/nvidia-persistenced.service\n");
+	assert_int_equal(gs_protection_of(&in), GS_PROT_UNVERIFIED);
+	/* the executable's name is the claim even when comm says otherwise */
+	in = named("worker", "nv-hostengine", 0, 0755, 0, "0::/system.slice/nvidia-dcgm.service\n");
+	assert_int_equal(gs_protection_of(&in), GS_PROT_VERIFIED);
+	/* no claim at all */
+	in = named("python3", "python3.11", 0, 0755, 1000, session);
+	assert_int_equal(gs_protection_of(&in), GS_PROT_NONE);
+}
+
+/* Issue 11 item 8: --match ran on a command line cut at 511 bytes. */
+static void test_match_reads_the_whole_command_line(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *job;
+	char *line = malloc(300000);
+
+	(void)state;
+	assert_non_null(line);
+	memset(line, 'x', 299000);
+	strcpy(line + 299000, " --model Qwen3-235B");
+	job = holder(w, 800, 1, 800, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(job, 0);
+	gs_strlcpy(job->info.cmdline, line, sizeof(job->info.cmdline)); /* the cut one, for tables */
+	job->cmdline_full = line;
+	w->sel.filters.match = "Qwen3";
+	plan(w, NULL);
+	assert_non_null(target(w, 800));
+	job->cmdline_full = NULL;
+	free(line);
+	free_world(w);
+}
+
+/* The filters themselves: which values matched, and exact containers once
+ * a prefix was resolved. */
+static void test_filters_report_the_values_that_matched_nothing(void **state)
+{
+	static const char *const users[] = { "0", "30" };
+	static const char *const units[] = { "sglang-qwen.service", "ollama" };
+	static const char *const containers[] = { "abcd" };
+	struct gs_filter_spec spec = {
+		.users = users, .n_users = 2, .units = units, .n_units = 2,
+		.containers = containers, .n_containers = 1, .match = "vllm",
+	};
+	struct gs_filters f;
+	struct gs_filter_hits hits = { 0 };
+	struct gs_owner unit, docker;
+	char err[128], out[8][320];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(gs_owner_from_cgroup("0::/system.slice/ollama.service\n", &unit), 0);
+	assert_int_equal(gs_owner_from_cgroup("0::/docker/abcd456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+					      &docker), 0);
+	assert_int_equal(gs_filters_compile(&spec, &f, err, sizeof(err)), 0);
+	assert_false(gs_filters_test(&f, 0, &unit, "python3 -m vllm serve", &hits));
+	assert_false(gs_filters_test(&f, 0, &docker, NULL, &hits));
+	n = gs_filters_unmatched(&spec, &hits, out, GS_ARRAY_SIZE(out));
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0], "-u 30");
+	assert_string_equal(out[1], "--unit sglang-qwen.service");
+
+	/* a resolved container matches exactly: "abcd" no longer a prefix */
+	spec.containers_exact = true;
+	memset(&hits, 0, sizeof(hits));
+	(void)gs_filters_test(&f, 0, &docker, NULL, &hits);
+	assert_int_equal(hits.containers, 0);
+	gs_filters_free(&f);
+
+	spec.match = "(";
+	assert_int_equal(gs_filters_compile(&spec, &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--match '('"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_group_member_holding_an_unselected_gpu_is_not_taken),
+		cmocka_unit_test(test_group_member_shows_the_gpus_it_holds),
+		cmocka_unit_test(test_group_with_no_member_taken_is_a_plain_signal),
+		cmocka_unit_test(test_descendant_holding_an_unselected_gpu_is_not_taken),
+		cmocka_unit_test(test_unit_peer_holding_an_unselected_gpu_blocks_the_unit_stop),
+		cmocka_unit_test(test_unit_peer_in_a_delegated_subtree_blocks_the_unit_stop),
+		cmocka_unit_test(test_unit_below_a_delegation_boundary_is_never_stopped_on_the_host),
+		cmocka_unit_test(test_unit_filter_does_not_reach_below_a_delegation_boundary),
+		cmocka_unit_test(test_nvml_listed_monitor_with_only_an_fd_is_left_alone),
+		cmocka_unit_test(test_left_alone_memory_is_listed_apart_from_protected_daemons),
+		cmocka_unit_test(test_protected_name_rests_on_executable_unit_and_uid),
+		cmocka_unit_test(test_match_reads_the_whole_command_line),
+		cmocka_unit_test(test_filters_report_the_values_that_matched_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
