@@ -73,7 +73,9 @@ ct_unit_down() { [ "$(ct_state "$1")" = inactive ]; }
 	infer=$UNIT_MAIN
 
 	run --separate-stderr gs reclaim -y --json --container "$WORLD_CT"
-	assert_status 0
+	# What the selection left alone still holds the GPU: selection-gone (6).
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$infer" "targets"
 	assert_eq "$(jqo '[.units[].command] | join(";")')" "pct exec $WORLD_CT -- systemctl stop -- infer.service" "unit stops"
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $host) | .reason")" "not selected" "host holder"

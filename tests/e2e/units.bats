@@ -118,7 +118,9 @@ unit_with_member() {
 	for f in t s; do wait_for 10 test -f "$BATS_TEST_TMPDIR/$f.ready"; done
 
 	run --separate-stderr gs reclaim -y --json --unit trainer
-	assert_status 0
+	# What the selection left alone still holds the GPU: selection-gone (6).
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$trainer" "targets"
 	assert_eq "$(jqo '[.units[].command] | join(";")')" "systemctl stop -- trainer.service" "systemctl calls"
 	assert_dead "$trainer"
@@ -178,7 +180,9 @@ unit_with_member() {
 	assert_eq "$(jqo ".processes[] | select(.pid == $unit_main) | .owner | \"\(.kind) \(.name)\"")" "unit infer.service" "unit's owner"
 
 	run --separate-stderr gs reclaim -y --json --unit infer
-	assert_status 0
+	# What the selection left alone still holds the GPU: selection-gone (6).
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone verdict
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$unit_main" "targets"
 	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $shell) | .reason")" "not selected" "look-alike"
 	assert_dead "$unit_main"
