@@ -292,7 +292,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 		goto out_lock;
 	r = gs_discover_snapshot(&d, &s);
 	if (r < 0 && r != -ENODEV) {
-		gs_err("cannot read GPU state: %s", strerror(-r));
+		gs_err("cannot read GPU state: %s", gs_discover_error(&d)[0] ? gs_discover_error(&d) : strerror(-r));
 		rc = GS_EXIT_DRIVER;
 		goto out_discover;
 	}

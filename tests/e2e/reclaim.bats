@@ -478,7 +478,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	t1=$(now_ms)
 	assert_status 3
 	assert_eq "$(jqo '"\(.verdict) \(.exit_status)"')" "driver-failure 3" verdict
-	assert_match "$(jqo .driver_error)" "did not answer in time" driver_error
+	assert_match "$(jqo .driver_error)" "GPU 0 \\(00000000:18:00\\.0\\): nvmlDeviceGetMemoryInfo_v2 did not return within 0\\.5 s: the GPU driver is hung; reboot or reset needed" driver_error
 	assert_eq "$(proc_json "$a" '"\(.outcome) \(.signals | join(","))"')" "killed SIGTERM,SIGCONT,SIGKILL" "what was stopped"
 	[ $((t1 - t0)) -lt 10000 ] || { echo "took $((t1 - t0)) ms" >&2; false; }
 	assert_dead "$a"
