@@ -272,7 +272,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	struct gs_verify_result vr = { 0 };
 	struct gs_reclaim_report rep = { .command = wait_mode ? "wait" : "reclaim", .reason = cli->reason };
 	struct progress pg = { 0 };
-	char err[512];
+	char err[512], driver_msg[300];
 	uint64_t t_start = gs_now_ms();
 	int lock_fd = -1, r, rc;
 	bool acting = !wait_mode && !cli->dry_run;
@@ -422,10 +422,16 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	if (vr.driver_failed) {
 		rep.verdict = "driver-failure";
 		rep.exit_status = GS_EXIT_DRIVER;
+		/* The summary (and a Slurm epilog's log line) names the call. */
+		snprintf(driver_msg, sizeof(driver_msg), "driver failure: %s", vr.driver_error);
+		rep.message = driver_msg;
 	} else if (vr.clean && vr.memory_unverified) {
 		rep.verdict = "unverified";
 		rep.exit_status = GS_EXIT_DRIVER;
-		rep.message = "holders gone, but GPU memory could not be verified (NVML unusable)";
+		rep.message = !strcmp(s.gpu_source, "nvml")
+				      ? "holders gone, but GPU memory could not be verified (NVML has only v1 memory figures"
+					" and the driver's reservation could not be estimated)"
+				      : "holders gone, but GPU memory could not be verified (NVML unusable)";
 	} else if (vr.clean) {
 		rep.verdict = "clean";
 		rep.exit_status = GS_EXIT_CLEAN;
