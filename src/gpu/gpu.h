@@ -22,6 +22,18 @@ enum gs_mem_basis {
 	GS_MEM_V1_ESTIMATED,     /* v1 minus the reservation as gs_discover estimated it (snapshot.h) */
 };
 
+/* "v2", "v1", "v1-estimated" (docs/json.md), NULL for none. */
+static inline const char *gs_mem_basis_str(enum gs_mem_basis b)
+{
+	switch (b) {
+	case GS_MEM_V2: return "v2";
+	case GS_MEM_V1: return "v1";
+	case GS_MEM_V1_ESTIMATED: return "v1-estimated";
+	case GS_MEM_NONE: break;
+	}
+	return NULL;
+}
+
 struct gs_gpu {
 	unsigned index;          /* the backend's index: NVML's own (nvidia-smi's), or order in procfs */
 	unsigned minor;          /* /dev/nvidia<minor> */
