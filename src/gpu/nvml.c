@@ -398,7 +398,7 @@ static int nvml_count(struct gs_gpu_backend *b, unsigned *ret)
 static int nvml_memory(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_mem *ret)
 {
 	struct nvml_backend *nb = (struct nvml_backend *)b;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);
@@ -425,7 +425,7 @@ static int nvml_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 	struct gs_gpu g = { .index = i };
 	struct gs_gpu_mem m;
 	struct nvml_req q;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);
@@ -643,7 +643,7 @@ static int nvml_processes(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_pr
 	struct nvml_backend *nb = (struct nvml_backend *)b;
 	_cleanup_free_ struct gs_gpu_proc *all = NULL;
 	size_t n = 0;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);

@@ -84,14 +84,16 @@ struct child_backend {
 
 /* ---- both sides --------------------------------------------------------- */
 
-static int send_all(int fd, const void *buf, size_t len)
+/* Move exactly len bytes over the socket, out or in, blocking. In: -EPIPE
+ * at end of file (the peer closed its end or is gone). */
+static int socket_move(int fd, char *p, size_t len, bool out)
 {
-	const char *p = buf;
-
 	while (len > 0) {
 		/* MSG_NOSIGNAL: a peer that is gone is an error, not SIGPIPE. */
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
 
+		if (n == 0 && !out)
+			return -EPIPE;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -103,28 +105,17 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+static int send_all(int fd, const void *buf, size_t len)
+{
+	/* send() only reads the buffer. */
+	return socket_move(fd, (char *)(uintptr_t)buf, len, true);
+}
+
 /* ---- the child ------------------------------------------------------------ */
 
-/* Blocking read of exactly len bytes; -EPIPE at end of file (gpuslate closed
- * the socket or is gone). */
 static int child_recv(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n == 0)
-			return -EPIPE;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return socket_move(fd, buf, len, false);
 }
 
 static int child_reply(int fd, int r, const void *payload, size_t len)
@@ -151,9 +142,9 @@ static void close_fds_above(int keep)
 		if (!d)
 			return;
 		while ((de = readdir(d))) {
-			int fd = atoi(de->d_name);
+			uint32_t fd;
 
-			if (fd > keep && fd != dirfd(d)) {
+			if (gs_parse_u32(de->d_name, &fd) == 0 && fd > (uint32_t)keep && (int)fd != dirfd(d)) {
 				close(fd);
 				closed = true;
 			}
@@ -196,8 +187,8 @@ static int child_detach(int sock, pid_t parent)
 static void child_serve(int fd, struct gs_gpu_backend *b, unsigned count)
 {
 	for (;;) {
-		struct child_req_hdr h;
-		uint32_t idx[GS_MAX_GPUS];
+		struct child_req_hdr h = { 0 };
+		uint32_t idx[GS_MAX_GPUS] = { 0 };
 		int r;
 
 		if (child_recv(fd, &h, sizeof(h)) < 0 || h.n > GS_MAX_GPUS ||
@@ -370,7 +361,7 @@ static int exchange(struct child_backend *cb, enum child_op op, const unsigned *
 		struct child_req_hdr h;
 		uint32_t idx[GS_MAX_GPUS];
 	} q;
-	struct child_reply_hdr rh;
+	struct child_reply_hdr rh = { 0 };
 	_cleanup_free_ void *payload = NULL;
 	uint64_t start = gs_now_ns();
 	int r;
@@ -497,10 +488,8 @@ static int child_processes(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_p
 	return 0;
 }
 
-static void child_close(struct gs_gpu_backend *b)
+static void child_backend_free(struct child_backend *cb)
 {
-	struct child_backend *cb = (struct child_backend *)b;
-
 	if (!cb)
 		return;
 	if (cb->fd >= 0) {
@@ -515,6 +504,11 @@ static void child_close(struct gs_gpu_backend *b)
 	if (cb->trace)
 		munmap(cb->trace, sizeof(*cb->trace));
 	free(cb);
+}
+
+static void child_close(struct gs_gpu_backend *b)
+{
+	child_backend_free((struct child_backend *)b);
 }
 
 static const struct gs_gpu_backend_ops child_ops = {
@@ -577,6 +571,7 @@ int gs_nvml_child_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **
 	close(sv[1]);
 	cb->fd = sv[0];
 	cb->base.helper_pid = pid;
+	memset(&hello, 0, sizeof(hello));
 
 	r = parent_recv(cb, &hello, sizeof(hello), gs_now_ns());
 	if (r < 0) {
@@ -597,6 +592,6 @@ int gs_nvml_child_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **
 	*ret = &cb->base;
 	return 0;
 fail:
-	child_close(&cb->base);
+	child_backend_free(cb);
 	return r;
 }
