@@ -86,9 +86,10 @@ FAKES := $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fak
 	$(B)/fakes/gs-holder $(B)/fakes/gs-hangfs
 fakes: $(FAKES)
 
-# test_fake_nvml dlopen()s both fake libraries, and test-unit runs before
-# test-e2e builds the fakes: build them with that test.
-$(B)/san/tests/test_fake_nvml: $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1
+# test_fake_nvml and test_nvml dlopen() the fake libraries, and test-unit
+# runs before test-e2e builds the fakes: build them with those tests.
+$(B)/san/tests/test_fake_nvml $(B)/san/tests/test_nvml: $(B)/fakes/libnvidia-ml.so.1 \
+	$(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/r470/libnvidia-ml.so.1
 
 $(B)/san/tests/%: tests/unit/%.c $(B)/libgpuslate-san.a
 	@mkdir -p $(dir $@)
