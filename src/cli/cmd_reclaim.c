@@ -21,6 +21,8 @@
 #include <time.h>
 
 static volatile sig_atomic_t interrupted;
+/* The driver failed while stopping: stop escalating (see stop_tick). */
+static volatile sig_atomic_t driver_failed;
 
 static void on_interrupt(int sig)
 {
@@ -138,7 +140,10 @@ static void stop_tick(void *ud)
 {
 	struct tick_ctx *tc = ud;
 
-	(void)gs_verify_tick(tc->d, tc->vo, tc->vr);
+	/* A hung or failed driver: no SIGKILL on an error path, and the
+	 * report comes at once instead of after the grace period. */
+	if (gs_verify_tick(tc->d, tc->vo, tc->vr) < 0)
+		driver_failed = 1;
 }
 
 struct progress {
@@ -391,6 +396,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 				.kill_wait_ms = 5000,
 				.unit_timeout_ms = cli->grace_ms + 90000,
 				.interrupted = &interrupted,
+				.driver_failed = &driver_failed,
 				.have_pct = sel.have_pct,
 			};
 

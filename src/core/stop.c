@@ -23,6 +23,7 @@ const char *gs_outcome_str(enum gs_outcome o)
 	case GS_OUT_D_STATE: return "d-state";
 	case GS_OUT_SURVIVED: return "survived";
 	case GS_OUT_INTERRUPTED: return "interrupted";
+	case GS_OUT_DRIVER_FAILURE: return "driver-failure";
 	}
 	return "unknown";
 }
@@ -34,9 +35,15 @@ void gs_stop_result_free(struct gs_stop_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static bool interrupted(const struct gs_stop_opts *o)
+static bool user_interrupted(const struct gs_stop_opts *o)
 {
 	return o->interrupted && *o->interrupted;
+}
+
+/* Stop escalating: Ctrl-C, or a driver failure (no kill on an error path). */
+static bool interrupted(const struct gs_stop_opts *o)
+{
+	return user_interrupted(o) || (o->driver_failed && *o->driver_failed);
 }
 
 static uint64_t since_ms(const struct gs_stop_result *r)
@@ -310,7 +317,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);
 			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {
-				pr->outcome = GS_OUT_INTERRUPTED;
+				pr->outcome = user_interrupted(o) ? GS_OUT_INTERRUPTED : GS_OUT_DRIVER_FAILURE;
 			} else {
 				read_wchan(proc_fd, pr->pid, pr->wchan, sizeof(pr->wchan), &state);
 				pr->outcome = state == 'D' ? GS_OUT_D_STATE : GS_OUT_SURVIVED;
@@ -318,7 +325,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		}
 		gs_pidref_close(&refs[i]);
 	}
-	r->interrupted = interrupted(o);
+	r->interrupted = user_interrupted(o);
 	free(refs);
 	free(active);
 	return 0;

@@ -147,6 +147,23 @@ teardown() {
 	assert_stuck "$(helper_pid "$(jqo .driver_error)")"
 }
 
+@test "driver hang: during the grace period of a holder that ignores SIGTERM: exit 3 at once, no SIGKILL" {
+	hangfs_start
+	start_holder a --gpu 0 --mib 1024 --ignore-term
+	a=$(rpid a)
+	echo "block_after nvmlDeviceGetMemoryInfo_v2 2 $HANG_MNT/mem" >"$FAKE_NVML_STATE/inject"
+	T0=$(now_ms)
+	# The default grace is 10 s: gpuslate must not sit it out.
+	run --separate-stderr in_hang_ns "$GPUSLATE_BIN" reclaim -y --json --nvml-timeout 1
+	assert_within 6000
+	assert_status 3
+	assert_eq "$(jqo .verdict)" driver-failure verdict
+	assert_eq "$(jqo ".processes[] | select(.pid == $a) | \"\\(.outcome) \\(.signals | join(\",\"))\"")" \
+		"driver-failure SIGTERM,SIGCONT" "the holder"
+	assert_alive "$a"
+	assert_stuck "$(helper_pid "$(jqo .driver_error)")"
+}
+
 @test "driver hang: wait exits 3 within its deadline and signals nothing" {
 	hangfs_start
 	start_holder a --gpu 1 --mib 512
