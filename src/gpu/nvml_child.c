@@ -565,8 +565,12 @@ int gs_nvml_child_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **
 		goto fail;
 	}
 	if (pid == 0) {
+		struct gs_nvml_trace *trace = cb->trace;
+
+		/* gpuslate's side of the backend is not the child's. */
+		free(cb);
 		close(sv[0]);
-		child_main(sv[1], parent, opts, cb->trace);
+		child_main(sv[1], parent, opts, trace);
 	}
 	close(sv[1]);
 	cb->fd = sv[0];
