@@ -40,11 +40,20 @@ static bool user_interrupted(const struct gs_stop_opts *o)
 	return o->interrupted && *o->interrupted;
 }
 
+static bool driver_failed(const struct gs_stop_opts *o)
+{
+	return o->driver_failed && *o->driver_failed;
+}
+
 /* Stop escalating: Ctrl-C, or a driver failure (no kill on an error path). */
 static bool interrupted(const struct gs_stop_opts *o)
 {
-	return user_interrupted(o) || (o->driver_failed && *o->driver_failed);
+	return user_interrupted(o) || driver_failed(o);
 }
+
+/* After a driver failure, how long signalled targets still get to be seen
+ * exiting (a process on its way out is "exited", not "not escalated"). */
+#define STOP_SETTLE_MS 250u
 
 static uint64_t since_ms(const struct gs_stop_result *r)
 {
@@ -97,6 +106,7 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 	uint64_t deadline = gs_now_ms() + timeout_ms;
 	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	bool settling = false;
 
 	if (!pfd || !idx) {
 		free(pfd);
@@ -122,10 +132,15 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			pfd[m].events = POLLIN;
 			idx[m++] = i;
 		}
-		if (o->tick)
+		if (o->tick && !settling)
 			o->tick(o->tick_ud);
 		now = gs_now_ms();
-		if (m == 0 || now >= deadline || interrupted(o))
+		if (!settling && driver_failed(o)) {
+			settling = true;
+			if (deadline > now + STOP_SETTLE_MS)
+				deadline = now + STOP_SETTLE_MS;
+		}
+		if (m == 0 || now >= deadline || user_interrupted(o))
 			break;
 		{
 			uint64_t left = deadline - now, beat = 1000;
