@@ -57,7 +57,8 @@ $(B)/gpuslate-san: $(B)/san/src/cli/main.o $(B)/libgpuslate-san.a
 asan: $(B)/gpuslate-san
 
 # Test fakes: an NVML library that follows the real ABI (and its early-R535
-# variant with 32-byte process entries), and a holder process.
+# variant with 32-byte process entries, and a pre-R510 one without v2 memory
+# info), a holder process and a FUSE server that never answers.
 FAKE_CFLAGS := $(CSTD) $(WARN) -O1 -g -Isrc
 $(B)/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
 	@mkdir -p $(dir $@)
@@ -67,16 +68,28 @@ $(B)/fakes/r535/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKE_CFLAGS) -DFAKE_EARLY_R535 -shared -fPIC -o $@ $< -lpthread
 
+# A library from before R510: v1 memory info only.
+$(B)/fakes/r470/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -DFAKE_NO_MEMORY_V2 -shared -fPIC -o $@ $< -lpthread
+
 $(B)/fakes/gs-holder: tests/fakes/holder.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKE_CFLAGS) -o $@ $<
 
-FAKES := $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/gs-holder
+# A FUSE server that never answers: real uninterruptible sleeps (D state).
+$(B)/fakes/gs-hangfs: tests/fakes/hangfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -o $@ $<
+
+FAKES := $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/r470/libnvidia-ml.so.1 \
+	$(B)/fakes/gs-holder $(B)/fakes/gs-hangfs
 fakes: $(FAKES)
 
-# test_fake_nvml dlopen()s both fake libraries, and test-unit runs before
-# test-e2e builds the fakes: build them with that test.
-$(B)/san/tests/test_fake_nvml: $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/r535/libnvidia-ml.so.1
+# test_fake_nvml and test_nvml dlopen() the fake libraries, and test-unit
+# runs before test-e2e builds the fakes: build them with those tests.
+$(B)/san/tests/test_fake_nvml $(B)/san/tests/test_nvml: $(B)/fakes/libnvidia-ml.so.1 \
+	$(B)/fakes/r535/libnvidia-ml.so.1 $(B)/fakes/r470/libnvidia-ml.so.1
 
 $(B)/san/tests/%: tests/unit/%.c $(B)/libgpuslate-san.a
 	@mkdir -p $(dir $@)

@@ -8,7 +8,7 @@
  *                                print seconds (or "timeout" after 120 s)
  *   floor --wait BASE_MIB TOL    poll until used <= BASE+TOL (max 120 s)
  */
-#include "gpu/gpu.h"
+#include "gpu/nvml.h"
 #include "util/util.h"
 
 #include <signal.h>
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	uint64_t base, tol, t0;
 	double t;
 
-	if (argc < 2 || gs_nvml_open(&o, &b, err, sizeof(err)) < 0) {
+	if (argc < 2 || gs_nvml_open(&o, NULL, &b, err, sizeof(err)) < 0) {
 		fprintf(stderr, "floor: %s\n", argc < 2 ? "usage: see the source" : err);
 		return 2;
 	}

@@ -23,6 +23,8 @@
 #include <time.h>
 
 static volatile sig_atomic_t interrupted;
+/* The driver failed while stopping: stop escalating (see stop_tick). */
+static volatile sig_atomic_t driver_failed;
 
 static void on_interrupt(int sig)
 {
@@ -140,7 +142,10 @@ static void stop_tick(void *ud)
 {
 	struct tick_ctx *tc = ud;
 
-	(void)gs_verify_tick(tc->d, tc->vo, tc->vr);
+	/* A hung or failed driver: no SIGKILL on an error path, and the
+	 * report comes at once instead of after the grace period. */
+	if (gs_verify_tick(tc->d, tc->vo, tc->vr) < 0)
+		driver_failed = 1;
 }
 
 struct progress {
@@ -341,7 +346,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	char unmatched[16][320], no_match_msg[1024] = "";
 	const char *resolved[GS_MAX_MULTI] = { 0 };
 	size_t n_unmatched = 0;
-	char err[512];
+	char err[512], driver_msg[300];
 	uint64_t t_start = gs_now_ms();
 	int lock_fd = -1, r, rc;
 	bool acting = !wait_mode && !cli->dry_run, no_match = false;
@@ -361,7 +366,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 		goto out_lock;
 	r = gs_discover_snapshot(&d, &s);
 	if (r < 0 && r != -ENODEV) {
-		gs_err("cannot read GPU state: %s", strerror(-r));
+		gs_err("cannot read GPU state: %s", gs_discover_error(&d)[0] ? gs_discover_error(&d) : strerror(-r));
 		rc = GS_EXIT_DRIVER;
 		goto out_discover;
 	}
@@ -495,6 +500,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 				.kill_wait_ms = 5000,
 				.unit_timeout_ms = cli->grace_ms + 90000,
 				.interrupted = &interrupted,
+				.driver_failed = &driver_failed,
 				.have_pct = sel.have_pct,
 			};
 
@@ -529,10 +535,16 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	if (vr.driver_failed) {
 		rep.verdict = "driver-failure";
 		rep.exit_status = GS_EXIT_DRIVER;
+		/* The summary (and a Slurm epilog's log line) names the call. */
+		snprintf(driver_msg, sizeof(driver_msg), "driver failure: %s", vr.driver_error);
+		rep.message = driver_msg;
 	} else if (vr.clean && vr.memory_unverified) {
 		rep.verdict = "unverified";
 		rep.exit_status = GS_EXIT_DRIVER;
-		rep.message = "holders gone, but GPU memory could not be verified (NVML unusable)";
+		rep.message = !strcmp(s.gpu_source, "nvml")
+				      ? "holders gone, but GPU memory could not be verified (NVML has only v1 memory figures"
+					" and the driver's reservation could not be estimated)"
+				      : "holders gone, but GPU memory could not be verified (NVML unusable)";
 	} else if (!vr.clean) {
 		rep.verdict = "not-clean";
 		rep.exit_status = GS_EXIT_NOT_CLEAN;

@@ -393,7 +393,7 @@ int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d)
 			gs_err("cannot open '%s' or '%s': %s", cli->proc_root ? cli->proc_root : "/proc",
 			       cli->dev_root ? cli->dev_root : "/dev", strerror(-r));
 		else
-			gs_err("cannot start discovery: %s", strerror(-r));
+			gs_err("cannot start discovery: %s", d->error[0] ? d->error : strerror(-r));
 		return r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : GS_EXIT_DRIVER;
 	}
 	return 0;

@@ -142,10 +142,19 @@ int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
 			.call_timeout_ms = opts->nvml_timeout_ms,
 		};
 
-		r = gs_nvml_open(&no, &d->backend, err, sizeof(err));
+		r = gs_nvml_child_open(&no, &d->backend, err, sizeof(err));
 		if (r >= 0) {
 			d->gpu_source = "nvml";
 			return 0;
+		}
+		if (r == -ETIMEDOUT) {
+			/* The driver itself is stuck: its procfs files are no
+			 * way around it, and nothing should be acted on. */
+			gs_strlcpy(d->error, err, sizeof(d->error));
+			d->backend = NULL;
+			gs_devset_free(&d->devs);
+			gs_root_close(&d->root);
+			return r;
 		}
 		snprintf(d->gpu_warning, sizeof(d->gpu_warning), "NVML unusable (%s)",
 			 err[0] ? err : strerror(-r));
@@ -162,6 +171,71 @@ int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
 	}
 	d->backend = NULL;
 	d->gpu_source = "none";
+	return 0;
+}
+
+const char *gs_discover_error(const struct gs_discover *d)
+{
+	if (d->error[0])
+		return d->error;
+	return d->backend ? d->backend->error : "";
+}
+
+bool gs_discover_polls_memory(const struct gs_discover *d)
+{
+	return d->backend && d->backend->ops->memory;
+}
+
+/* Used memory on the snapshot's basis: a v1 reading less the reservation. */
+static void v1_normalize(const struct gs_discover *d, unsigned idx, uint64_t *used, uint64_t *reserved)
+{
+	uint64_t r = d->v1_reserved[idx].bytes;
+
+	if (r > *used)
+		r = *used;
+	*used -= r;
+	*reserved = d->v1_reserved[idx].bytes;
+}
+
+/* Memory of backend GPUs idx[0..n): one exchange when the backend can. */
+static int backend_memory(struct gs_discover *d, const unsigned *idx, size_t n, struct gs_gpu_mem *ret, int *errs)
+{
+	struct gs_gpu_backend *b = d->backend;
+
+	if (!b || !b->ops->memory)
+		return -EOPNOTSUPP;
+	if (b->ops->memory_many)
+		return b->ops->memory_many(b, idx, n, ret, errs);
+	for (size_t k = 0; k < n; k++)
+		errs[k] = b->ops->memory(b, idx[k], &ret[k]);
+	return 0;
+}
+
+int gs_discover_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
+		       struct gs_gpu_mem *ret)
+{
+	unsigned idx[GS_MAX_GPUS];
+	int errs[GS_MAX_GPUS];
+	int r;
+
+	if (n > GS_MAX_GPUS)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	for (size_t k = 0; k < n; k++) {
+		if (gpus[k] >= s->n_gpus)
+			return -EINVAL;
+		idx[k] = s->gpus[gpus[k]].index;
+	}
+	r = backend_memory(d, idx, n, ret, errs);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < n; k++) {
+		if (errs[k] < 0)
+			return errs[k];
+		if (!ret[k].v2 && s->gpus[gpus[k]].mem_basis == GS_MEM_V1_ESTIMATED)
+			v1_normalize(d, idx[k], &ret[k].used, &ret[k].reserved);
+	}
 	return 0;
 }
 
@@ -234,6 +308,14 @@ static int cmp_holder(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Add a sentence to the snapshot's one-line warning. */
+static void add_warning(struct gs_snapshot *s, const char *text)
+{
+	size_t len = strlen(s->gpu_warning);
+
+	snprintf(s->gpu_warning + len, sizeof(s->gpu_warning) - len, "%s%s", len ? "; " : "", text);
+}
+
 static int read_gpus(struct gs_discover *d, struct gs_snapshot *s)
 {
 	unsigned n = 0;
@@ -251,8 +333,16 @@ static int read_gpus(struct gs_discover *d, struct gs_snapshot *s)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		r = d->backend->ops->info(d->backend, i, &s->gpus[s->n_gpus]);
-		if (r == -EACCES)
-			continue; /* refused by the driver: skip, as nvidia-smi does */
+		if (r == -EACCES) {
+			/* Refused by the driver: left out, and said so. The
+			 * others keep NVML's own index (gpus[].index). */
+			char msg[96];
+
+			s->refused[s->n_refused++] = i;
+			snprintf(msg, sizeof(msg), "GPU %u: the driver refuses access (NVML: no permission); left out", i);
+			add_warning(s, msg);
+			continue;
+		}
 		if (r < 0)
 			return r;
 		s->n_gpus++;
@@ -266,16 +356,19 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		struct gs_gpu_proc *procs = NULL;
 		size_t n = 0;
-		int r = d->backend->ops->processes(d->backend, (unsigned)g, &procs, &n);
+		int r = d->backend->ops->processes(d->backend, s->gpus[g].index, &procs, &n);
 
 		if (r == -EOPNOTSUPP)
 			continue;
 		if (r == -EBADMSG) {
 			/* The driver's list did not validate with any entry layout:
 			 * trust none of its PIDs, keep the fd scan. */
-			snprintf(s->gpu_warning, sizeof(s->gpu_warning),
+			char msg[128];
+
+			snprintf(msg, sizeof(msg),
 				 "NVML's process list for GPU %u was malformed and ignored; holders from the fd scan",
 				 s->gpus[g].index);
+			add_warning(s, msg);
 			continue;
 		}
 		if (r < 0)
@@ -296,7 +389,7 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 				.pid = procs[i].pid, .gpu = (unsigned)g,
 				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used,
 			};
-			if (procs[i].pid == d->self)
+			if (procs[i].pid == d->self || procs[i].pid == d->backend->helper_pid)
 				continue;
 			h = holder_get(hv, procs[i].pid, true);
 			if (!h) {
@@ -311,6 +404,100 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 			}
 		}
 		free(procs);
+	}
+	return 0;
+}
+
+/* Sum of the memory NVML's entries give GPU g; false when one entry does not
+ * say (then the reservation cannot be told apart). */
+static bool listed_memory(const struct gs_nvml_entry *e, size_t n, unsigned g, uint64_t *ret)
+{
+	uint64_t sum = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (e[k].gpu != g)
+			continue;
+		if (!e[k].mem_known || __builtin_add_overflow(sum, e[k].mem_used, &sum))
+			return false;
+	}
+	*ret = sum;
+	return true;
+}
+
+/* One GPU's fresh process list, reduced to its memory sum. */
+static int relist_memory(struct gs_discover *d, unsigned idx, bool *ret_ok, uint64_t *ret_sum)
+{
+	struct gs_gpu_proc *procs = NULL;
+	size_t n = 0;
+	uint64_t sum = 0;
+	bool ok = true;
+	int r = d->backend->ops->processes(d->backend, idx, &procs, &n);
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < n; k++)
+		ok = ok && procs[k].mem_known && !__builtin_add_overflow(sum, procs[k].mem_used, &sum);
+	free(procs);
+	*ret_ok = ok;
+	*ret_sum = sum;
+	return 0;
+}
+
+/* Memory of one backend GPU, the same exchange as the wait loop's. */
+static int one_memory(struct gs_discover *d, unsigned idx, struct gs_gpu_mem *ret)
+{
+	int err = 0, r = backend_memory(d, &idx, 1, ret, &err);
+
+	return r < 0 ? r : err;
+}
+
+#define V1_ESTIMATE_TRIES 3
+
+/* NVML with only v1 memory info: estimate each GPU's reservation (struct
+ * gs_v1_reserve) and put used memory on the v2 basis, so that a baseline of
+ * "what the processes left alone use" holds on these drivers too. A reading
+ * counts when used memory is the same before and after the process list:
+ * then the list describes that memory. */
+static int estimate_v1_reserved(struct gs_discover *d, struct gs_snapshot *s)
+{
+	bool may_set = d->n_full_snapshots == 0;
+
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		struct gs_gpu *gp = &s->gpus[g];
+		struct gs_v1_reserve *res = &d->v1_reserved[gp->index];
+		uint64_t before = gp->mem_used, sum = 0;
+		bool ok;
+		int r;
+
+		if (!gp->mem_known || gp->mem_basis != GS_MEM_V1 || gp->index >= GS_MAX_GPUS)
+			continue;
+		ok = listed_memory(s->nvml, s->n_nvml, (unsigned)g, &sum);
+		for (int t = 0; t < V1_ESTIMATE_TRIES; t++) {
+			struct gs_gpu_mem m;
+
+			r = one_memory(d, gp->index, &m);
+			if (r < 0)
+				return r;
+			if (ok && m.used == before && sum <= m.used) {
+				if (!res->known ? may_set : m.used - sum < res->bytes) {
+					res->known = true;
+					res->bytes = m.used - sum;
+				}
+				break;
+			}
+			/* Moving memory, or a process whose share is not
+			 * known: only the first snapshot tries again. */
+			if (!may_set)
+				break;
+			r = relist_memory(d, gp->index, &ok, &sum);
+			if (r < 0)
+				return r;
+			before = m.used;
+		}
+		if (res->known) {
+			gp->mem_basis = GS_MEM_V1_ESTIMATED;
+			v1_normalize(d, gp->index, &gp->mem_used, &gp->mem_reserved);
+		}
 	}
 	return 0;
 }
@@ -408,6 +595,10 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		r = add_nvml_processes(d, s, &hv);
 		if (r < 0)
 			goto fail;
+		r = estimate_v1_reserved(d, s);
+		if (r < 0)
+			goto fail;
+		d->n_full_snapshots++;
 	}
 
 	r = gs_scan_holders(&d->root, &d->devs, &so, &scan);
@@ -423,9 +614,13 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 	 * lists it on; a client the GPUs whose nodes it has open. */
 	for (size_t i = 0; i < scan.n_procs; i++) {
 		const struct gs_scan_proc *sp = &scan.procs[i];
-		struct gs_holder *h = holder_get(&hv, sp->pid, true);
+		struct gs_holder *h;
 		bool maps = !gs_minorset_empty(&sp->map_gpus);
 
+		/* The NVML helper is part of gpuslate: never a holder. */
+		if (d->backend && d->backend->helper_pid > 0 && sp->pid == d->backend->helper_pid)
+			continue;
+		h = holder_get(&hv, sp->pid, true);
 		if (!h) {
 			r = -ENOMEM;
 			goto fail;

@@ -100,6 +100,10 @@ struct gs_snapshot {
 	size_t n_denied;          /* processes whose fds could not be read */
 	pid_t denied[8];          /* the first of them, for the warning */
 	bool as_root;
+	/* GPUs the driver counts but refuses to us (NVML NO_PERMISSION: a
+	 * container's device cgroup), by backend index: not in gpus[]. */
+	unsigned refused[GS_MAX_GPUS];
+	size_t n_refused;
 };
 
 struct gs_discover_opts {
@@ -109,21 +113,53 @@ struct gs_discover_opts {
 	unsigned nvml_timeout_ms;
 };
 
+/* The driver's reservation of one GPU when NVML has only v1 memory info,
+ * whose used includes it: v1 used minus what the listed processes use, read
+ * while memory held still, the smallest such value seen. It can only be too
+ * large by memory that no listed process held at that moment, so it is set
+ * by the first full snapshot (before anything is stopped) and after that
+ * only lowered: memory being torn down is never taken for the reservation. */
+struct gs_v1_reserve {
+	bool known;
+	uint64_t bytes;
+};
+
 /* Long-lived discovery state: the backend and device identities are loaded
- * once and reused by every snapshot and by the wait loop's memory polls. */
+ * once and reused by every snapshot and by the wait loop's memory polls.
+ * Only this module calls the backend. */
 struct gs_discover {
 	struct gs_root root;
 	struct gs_devset devs;
 	struct gs_gpu_backend *backend; /* NULL when no GPU information at all */
 	const char *gpu_source;
 	char gpu_warning[512];
+	char error[384];          /* why opening failed (a hung NVML), "" otherwise */
 	pid_t self;
 	struct gs_owner self_owner; /* gpuslate's own cgroup: its unit is never stopped */
 	bool gpus_only;           /* snapshots skip holders (nvidia-smi style GPU queries) */
+	unsigned n_full_snapshots;
+	struct gs_v1_reserve v1_reserved[GS_MAX_GPUS]; /* by backend index */
 };
 
+/* Returns 0, or -errno; -ETIMEDOUT when NVML hung while opening (d->error
+ * says which call; there is no falling back to the driver's procfs then:
+ * the driver itself is stuck). */
 int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts);
 void gs_discover_close(struct gs_discover *d);
+
+/* Why the GPU backend failed as a whole (a hung call, with the GPU and the
+ * call), or "" while it works. */
+const char *gs_discover_error(const struct gs_discover *d);
+
+/* Can GPU memory be polled (NVML)? */
+bool gs_discover_polls_memory(const struct gs_discover *d);
+
+/* Memory of the snapshot GPUs gpus[0..n) of s, in one exchange with the
+ * driver (the wait loop's poll): ret[k] for gpus[k], used on the same basis
+ * as in the snapshot (v1: minus the estimated reservation). Returns 0 or
+ * the first failure (-ETIMEDOUT: the driver hung, see gs_discover_error). */
+int gs_discover_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
+		       struct gs_gpu_mem *ret);
 
 /* Take a full snapshot. Returns 0; -ENODEV when no GPU information at all
  * could be read (the snapshot is still filled with what the scan found);

@@ -23,6 +23,7 @@ const char *gs_outcome_str(enum gs_outcome o)
 	case GS_OUT_D_STATE: return "d-state";
 	case GS_OUT_SURVIVED: return "survived";
 	case GS_OUT_INTERRUPTED: return "interrupted";
+	case GS_OUT_DRIVER_FAILURE: return "driver-failure";
 	}
 	return "unknown";
 }
@@ -34,10 +35,25 @@ void gs_stop_result_free(struct gs_stop_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static bool interrupted(const struct gs_stop_opts *o)
+static bool user_interrupted(const struct gs_stop_opts *o)
 {
 	return o->interrupted && *o->interrupted;
 }
+
+static bool driver_failed(const struct gs_stop_opts *o)
+{
+	return o->driver_failed && *o->driver_failed;
+}
+
+/* Stop escalating: Ctrl-C, or a driver failure (no kill on an error path). */
+static bool interrupted(const struct gs_stop_opts *o)
+{
+	return user_interrupted(o) || driver_failed(o);
+}
+
+/* After a driver failure, how long signalled targets still get to be seen
+ * exiting (a process on its way out is "exited", not "not escalated"). */
+#define STOP_SETTLE_MS 250u
 
 static uint64_t since_ms(const struct gs_stop_result *r)
 {
@@ -90,6 +106,7 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 	uint64_t deadline = gs_now_ms() + timeout_ms;
 	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	bool settling = false;
 
 	if (!pfd || !idx) {
 		free(pfd);
@@ -115,10 +132,15 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			pfd[m].events = POLLIN;
 			idx[m++] = i;
 		}
-		if (o->tick)
+		if (o->tick && !settling)
 			o->tick(o->tick_ud);
 		now = gs_now_ms();
-		if (m == 0 || now >= deadline || interrupted(o))
+		if (!settling && driver_failed(o)) {
+			settling = true;
+			if (deadline > now + STOP_SETTLE_MS)
+				deadline = now + STOP_SETTLE_MS;
+		}
+		if (m == 0 || now >= deadline || user_interrupted(o))
 			break;
 		{
 			uint64_t left = deadline - now, beat = 1000;
@@ -377,7 +399,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);
 			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {
-				pr->outcome = GS_OUT_INTERRUPTED;
+				pr->outcome = user_interrupted(o) ? GS_OUT_INTERRUPTED : GS_OUT_DRIVER_FAILURE;
 			} else {
 				read_wchan(proc_fd, pr->pid, pr->wchan, sizeof(pr->wchan), &state);
 				pr->outcome = state == 'D' ? GS_OUT_D_STATE : GS_OUT_SURVIVED;
@@ -385,7 +407,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		}
 		gs_pidref_close(&refs[i]);
 	}
-	r->interrupted = interrupted(o);
+	r->interrupted = user_interrupted(o);
 	free(refs);
 	free(active);
 	return 0;

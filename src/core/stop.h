@@ -25,6 +25,7 @@ enum gs_outcome {
 	GS_OUT_D_STATE,          /* still alive after SIGKILL, uninterruptible sleep */
 	GS_OUT_SURVIVED,         /* still alive after SIGKILL */
 	GS_OUT_INTERRUPTED,      /* not escalated: gpuslate was interrupted */
+	GS_OUT_DRIVER_FAILURE,   /* not escalated: the GPU driver failed (hung) meanwhile */
 };
 
 enum {
@@ -59,6 +60,9 @@ struct gs_stop_opts {
 	uint64_t kill_wait_ms;   /* after SIGKILL (default 5000) */
 	uint64_t unit_timeout_ms;/* systemctl stop deadline */
 	volatile sig_atomic_t *interrupted;
+	/* Set (by tick) when the driver failed: stop escalating, as when
+	 * interrupted, since nothing can be verified any more. */
+	volatile sig_atomic_t *driver_failed;
 	bool have_pct;           /* pct exists (else lxc-attach for CT units) */
 	/* Called every tick_ms while waiting on targets (memory polling). */
 	void (*tick)(void *ud);

@@ -202,19 +202,30 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	return 0;
 }
 
-static int poll_memory(struct gs_discover *d, struct gs_verify_result *r, uint64_t t0_ns)
+/* One exchange with the driver for every GPU polled. */
+static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
-	for (size_t g = 0; g < r->n_gpus; g++) {
+	unsigned gpus[GS_MAX_GPUS];
+	struct gs_gpu_mem mem[GS_MAX_GPUS];
+	size_t n = 0, k = 0;
+	int rc;
+
+	for (size_t g = 0; g < r->n_gpus && n < GS_MAX_GPUS; g++)
+		if (r->gpus[g].mem_known)
+			gpus[n++] = r->gpus[g].gpu;
+	if (!n)
+		return 0;
+	rc = gs_discover_memory(d, o->before, gpus, n, mem);
+	if (rc < 0)
+		return rc;
+	for (size_t g = 0; g < r->n_gpus && k < n; g++) {
 		struct gs_gpu_verdict *v = &r->gpus[g];
-		struct gs_gpu_mem m;
-		int rc;
+		const struct gs_gpu_mem *m;
 
 		if (!v->mem_known)
 			continue;
-		rc = d->backend->ops->memory(d->backend, v->gpu, &m);
-		if (rc < 0)
-			return rc;
-		mark_released(v, m.used, t0_ns);
+		m = &mem[k++];
+		mark_released(v, m->used, o->t0_ns);
 	}
 	return 0;
 }
@@ -235,7 +246,10 @@ int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struc
 			continue;
 		v = &r->gpus[r->n_gpus++];
 		v->gpu = (unsigned)g;
-		v->mem_known = b->gpus[g].mem_known && d->backend && d->backend->ops->memory;
+		/* v1 figures with the reservation inside cannot be held
+		 * against a baseline: holders only, and the verdict says so. */
+		v->mem_known = b->gpus[g].mem_known && b->gpus[g].mem_basis != GS_MEM_V1 &&
+			       gs_discover_polls_memory(d);
 		v->before = v->after = b->gpus[g].mem_used;
 		v->baseline = p->baseline[g];
 		if (!v->mem_known)
@@ -251,7 +265,7 @@ int gs_verify_tick(struct gs_discover *d, const struct gs_verify_opts *o, struct
 
 	if (!r->begun || r->tick_error)
 		return r->tick_error;
-	rc = poll_memory(d, r, o->t0_ns);
+	rc = poll_memory(d, o, r);
 	if (rc < 0)
 		r->tick_error = rc;
 	return rc;
@@ -274,11 +288,11 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 	for (;;) {
 		uint64_t now = gs_now_ms();
 
-		rc = r->tick_error ? r->tick_error : poll_memory(d, r, o->t0_ns);
+		rc = r->tick_error ? r->tick_error : poll_memory(d, o, r);
 		if (rc < 0) {
 			r->driver_failed = true;
 			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",
-				 rc == -ETIMEDOUT ? "the driver did not answer in time" : strerror(-rc));
+				 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 			break;
 		}
 		all_released = true;
@@ -296,7 +310,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 			if (rc < 0) {
 				r->driver_failed = true;
 				snprintf(r->driver_error, sizeof(r->driver_error), "re-scanning holders failed: %s",
-					 rc == -ETIMEDOUT ? "the driver did not answer in time" : strerror(-rc));
+					 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 				break;
 			}
 			next_rescan = now + rescan_ms;

@@ -1,6 +1,7 @@
 /* GPU backends: a small table of functions per vendor. NVIDIA through NVML
- * (dlopen'd, never linked) and, when NVML is unusable, the NVIDIA kernel
- * driver's /proc/driver/nvidia files (GPU list only: no memory, no processes). */
+ * (dlopen'd, never linked, and run in a helper process: see nvml_child.c)
+ * and, when NVML is unusable, the NVIDIA kernel driver's /proc/driver/nvidia
+ * files (GPU list only: no memory, no processes). */
 #ifndef GS_GPU_H
 #define GS_GPU_H
 
@@ -13,17 +14,38 @@
 
 #define GS_MAX_GPUS 248 /* /dev/nvidia minors 0..247 */
 
+/* What a GPU's used memory means. */
+enum gs_mem_basis {
+	GS_MEM_NONE,             /* no memory figures */
+	GS_MEM_V2,               /* NVML v2: allocated memory, the driver's reservation apart */
+	GS_MEM_V1,               /* NVML v1 as it comes: the reservation included (R510+), not separable */
+	GS_MEM_V1_ESTIMATED,     /* v1 minus the reservation as gs_discover estimated it (snapshot.h) */
+};
+
+/* "v2", "v1", "v1-estimated" (docs/json.md), NULL for none. */
+static inline const char *gs_mem_basis_str(enum gs_mem_basis b)
+{
+	switch (b) {
+	case GS_MEM_V2: return "v2";
+	case GS_MEM_V1: return "v1";
+	case GS_MEM_V1_ESTIMATED: return "v1-estimated";
+	case GS_MEM_NONE: break;
+	}
+	return NULL;
+}
+
 struct gs_gpu {
-	unsigned index;          /* NVML index (nvidia-smi's), or order in procfs */
+	unsigned index;          /* the backend's index: NVML's own (nvidia-smi's), or order in procfs */
 	unsigned minor;          /* /dev/nvidia<minor> */
 	char uuid[96];
 	char name[96];
 	char pci_bus_id[32];     /* "00000000:00:06.0" as NVML prints it */
 	bool mem_known;          /* memory fields below are valid */
 	bool mem_v2;             /* used/reserved come from the v2 call */
+	enum gs_mem_basis mem_basis;
 	uint64_t mem_total;      /* bytes */
-	uint64_t mem_used;       /* bytes, allocated (v2), or v1 used minus nothing */
-	uint64_t mem_reserved;   /* bytes, the driver's reservation (v2 only) */
+	uint64_t mem_used;       /* bytes, allocated: see mem_basis */
+	uint64_t mem_reserved;   /* bytes, the driver's reservation (v2, or the v1 estimate) */
 };
 
 enum gs_gpu_proc_kind {
@@ -54,6 +76,12 @@ struct gs_gpu_backend_ops {
 	int (*info)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret);
 	/* Memory only: the fast call the wait loop polls. -EOPNOTSUPP if unknown. */
 	int (*memory)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_mem *ret);
+	/* Memory of n GPUs in one exchange (the wait loop's poll): ret[k] and
+	 * errs[k] (0 or what memory() would return) for GPU idx[k]. Returns 0,
+	 * or -errno when the backend failed as a whole (-ETIMEDOUT: hung).
+	 * NULL: the caller asks memory() GPU by GPU. */
+	int (*memory_many)(struct gs_gpu_backend *b, const unsigned *idx, size_t n, struct gs_gpu_mem *ret,
+			   int *errs);
 	/* Union of compute, graphics and MPS lists, validated. *ret is malloc'd. */
 	int (*processes)(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_proc **ret, size_t *ret_n);
 	void (*close)(struct gs_gpu_backend *b);
@@ -62,6 +90,11 @@ struct gs_gpu_backend_ops {
 struct gs_gpu_backend {
 	const struct gs_gpu_backend_ops *ops;
 	char driver_version[80];
+	pid_t helper_pid;        /* the process the backend's calls run in, 0: this one */
+	/* Why the backend failed as a whole, in words ("" while it works): for
+	 * a hang, the call and the GPU, e.g. "GPU 0 (00000000:00:06.0):
+	 * nvmlDeviceGetMemoryInfo_v2 did not return within 5.0 s: ...". */
+	char error[384];
 };
 
 struct gs_nvml_opts {
@@ -69,12 +102,16 @@ struct gs_nvml_opts {
 	unsigned call_timeout_ms; /* deadline of every NVML call (0: default 5000) */
 };
 
-/* Load and initialise NVML. On failure returns -errno and writes a one-line
- * reason (e.g. "libnvidia-ml.so.1: cannot open shared object file",
- * "nvmlInit_v2: Driver/library version mismatch") to errbuf. Errors:
- * -ENOENT library missing, -ENODEV driver not loaded / no GPU,
- * -ETIMEDOUT a call passed its deadline, -EIO other NVML failure. */
-int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, char *errbuf, size_t errlen);
+/* NVML in a helper process (nvml_child.c): gpuslate talks to it over a
+ * socket and never waits on the driver itself. A call that passes its
+ * deadline leaves the helper to the kernel and fails the backend for good:
+ * -ETIMEDOUT from then on, with the call and the GPU in b->error. On failure
+ * to open returns -errno and a one-line reason in errbuf (e.g.
+ * "libnvidia-ml.so.1: cannot open shared object file", "nvmlInit_v2:
+ * Driver/library version mismatch"). Errors: -ENOENT library missing,
+ * -ENODEV driver not loaded / no GPU, -ETIMEDOUT a call hung (the reason
+ * names it), -EIO other NVML failure or the helper died. */
+int gs_nvml_child_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, char *errbuf, size_t errlen);
 
 /* GPU list from <root->drv_fd>/gpus/<pci>/information (/proc/driver/nvidia). */
 int gs_procfs_nvidia_open(const struct gs_root *root, struct gs_gpu_backend **ret);

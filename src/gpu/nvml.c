@@ -1,34 +1,29 @@
 /* NVIDIA backend through NVML, loaded with dlopen (never linked, so the tool
- * runs on hosts without the driver).
+ * runs on hosts without the driver), called directly in this process.
  *
- * Two rules shape this file:
- * - A wedged driver must give an error, never a hung tool. Every NVML call
- *   runs on one worker thread and the caller waits with a deadline. A call
- *   that passes it marks the backend wedged: later calls fail at once.
- * - A wrong process-entry layout silently gives wrong PIDs (early R535), and
- *   we are about to signal those PIDs. Lists are read with nvitop's symbol
- *   rule, every entry is validated, and a list that does not validate with
- *   any layout is refused (-EBADMSG) instead of half-trusted.
+ * gpuslate runs this in a helper process (nvml_child.c): a driver call that
+ * hangs in the kernel cannot be abandoned by a thread of the same process
+ * (the process could not even exit), only by leaving a whole process behind.
+ * So nothing here waits with a deadline; instead every call is announced in
+ * a gs_nvml_trace, which the parent reads to say which call hung.
  *
- * Not thread-safe: one thread at a time per backend (the CLI is single
- * threaded; the worker lock only protects the hand-off). */
-#include "gpu/gpu.h"
+ * A wrong process-entry layout silently gives wrong PIDs (early R535), and
+ * we are about to signal those PIDs. Lists are read with nvitop's symbol
+ * rule, every entry is validated, and a list that does not validate with any
+ * layout is refused (-EBADMSG) instead of half-trusted.
+ *
+ * Not thread-safe: one thread at a time per backend. */
+#include "gpu/nvml.h"
 #include "gpu/nvml_abi.h"
 #include "util/util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define NVML_DEFAULT_LIB "libnvidia-ml.so.1"
-#define NVML_DEFAULT_TIMEOUT_MS 5000u
 #define NVML_DEFAULT_PID_MAX 4194304u /* PID_MAX_LIMIT on 64-bit */
 /* Process buffers are always sized for the largest entry layout, so a driver
  * that writes bigger entries than we asked for cannot overrun the buffer,
@@ -117,8 +112,10 @@ static const struct nvml_sym_spec sym_table[SYM_N] = {
 };
 
 /* One way to read a process list: a symbol and the entry size it writes. */
+/* One way to read a process list: a symbol, its name and the entry size it writes. */
 struct nvml_proc_try {
 	nvmlDeviceGetProcesses_fn fn;
+	const char *name;
 	unsigned stride;
 };
 
@@ -127,14 +124,14 @@ enum nvml_op {
 	OP_UUID, OP_PCI, OP_MINOR, OP_MEM_V1, OP_MEM_V2, OP_PROCS,
 };
 
-/* A call handed to the worker. The worker only touches memory owned by the
- * backend (this struct, the process buffer), never the caller's stack: after
- * a timeout the caller is gone but the worker may still return and write. */
+/* One NVML call: what to call and where its answer goes. */
 struct nvml_req {
 	enum nvml_op op;
+	int gpu;                 /* NVML index the call concerns, -1 for none (the trace) */
 	nvmlDevice_t dev;
 	unsigned index;
 	nvmlDeviceGetProcesses_fn procs_fn;
+	const char *procs_name;
 	unsigned count;          /* process lists: capacity in, entries out */
 	void *buf;               /* process lists: the backend's buffer */
 	nvmlReturn_t ret;
@@ -164,38 +161,16 @@ struct nvml_backend {
 	const char *resolved[SYM_N]; /* the name each symbol was found under */
 	struct nvml_proc_try proc_tries[PK_N][PV_N];
 	unsigned proc_ntries[PK_N];
-	unsigned timeout_ms;
 	uint32_t pid_max;
 	unsigned count;
 	bool inited;
 	bool mem_v2_ok;          /* cleared when the library refuses the v2 call */
 	struct nvml_gpu gpus[GS_MAX_GPUS];
-
-	/* Worker hand-off. */
-	pthread_mutex_t lock;
-	pthread_cond_t cond_req;  /* caller -> worker: a request is posted */
-	pthread_cond_t cond_done; /* worker -> caller, waited on with CLOCK_MONOTONIC */
-	pthread_t thread;
-	bool sync_inited;
-	bool thread_started;
-	bool quit;
-	/* Written under lock; read without it by the spinning side. */
-	_Atomic uint64_t seq_req, seq_done;
-	bool spin;               /* more than one CPU: brief busy-waits pay off */
-	struct nvml_req req;
-	atomic_bool wedged;
+	struct gs_nvml_trace *trace;
 
 	unsigned char *pbuf;     /* process-list buffer, PROC_MAX_STRIDE per entry */
 	size_t pbuf_entries;
-
-	struct nvml_backend *next_wedged;
 };
-
-/* Backends whose worker is stuck inside NVML. They are never freed (the
- * worker may still return and write into them); keeping them on a list keeps
- * the deliberate leak reachable, and visible in a debugger. */
-static pthread_mutex_t wedged_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nvml_backend *wedged_list;
 
 static int nvml_to_errno(nvmlReturn_t r)
 {
@@ -240,7 +215,20 @@ static void set_err(char *errbuf, size_t errlen, const char *fmt, const char *a,
 		snprintf(errbuf, errlen, fmt, a, b);
 }
 
-/* ---- worker ---------------------------------------------------------- */
+/* ---- calls ----------------------------------------------------------- */
+
+static const char *op_symbol(const struct nvml_backend *nb, const struct nvml_req *q)
+{
+	static const enum nvml_sym_id ids[] = {
+		[OP_INIT] = SYM_INIT, [OP_SHUTDOWN] = SYM_SHUTDOWN, [OP_DRIVER_VERSION] = SYM_DRIVER_VERSION,
+		[OP_COUNT] = SYM_COUNT, [OP_HANDLE] = SYM_HANDLE, [OP_NAME] = SYM_NAME, [OP_UUID] = SYM_UUID,
+		[OP_PCI] = SYM_PCI, [OP_MINOR] = SYM_MINOR, [OP_MEM_V1] = SYM_MEM_V1, [OP_MEM_V2] = SYM_MEM_V2,
+	};
+
+	if (q->op == OP_PROCS)
+		return q->procs_name;
+	return nb->resolved[ids[q->op]];
+}
 
 static nvmlReturn_t nvml_execute(const struct nvml_syms *s, struct nvml_req *q)
 {
@@ -281,183 +269,29 @@ static nvmlReturn_t nvml_execute(const struct nvml_syms *s, struct nvml_req *q)
 	return NVML_ERROR_UNKNOWN;
 }
 
-static inline void cpu_relax(void)
+/* Make one call, announced in the trace: the call's name and GPU before it
+ * starts, the time on both sides. Sets q->ret to NVML's status. */
+static void nvml_call(struct nvml_backend *nb, struct nvml_req *q)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
+	struct gs_nvml_trace *t = nb->trace;
 
-/* Busy-wait up to spin_ns for *seq to differ from (want_change) or equal
- * (!want_change) val. A hand-off through sleeping futexes costs a scheduler
- * wake-up on each side (about 15 µs per call on the H200 VM) while the NVML
- * memory call itself takes 5-7 µs. Measured there (driver 580.159.04):
- * 130-170k memory calls/s through the worker (1-3 µs over direct calls),
- * 90k/s pinned to one CPU, 50k/s without spinning. Only with more than one
- * CPU online. */
-static bool spin_until(const _Atomic uint64_t *seq, uint64_t val, bool want_change, uint64_t spin_ns)
-{
-	uint64_t end = gs_now_ns() + spin_ns;
-
-	for (unsigned k = 0;; k++) {
-		uint64_t v = atomic_load_explicit(seq, memory_order_acquire);
-
-		if (want_change ? v != val : v == val)
-			return true;
-		/* Pause first; then yield, so that on a busy machine the other
-		 * thread can have this CPU instead of waiting for one. */
-		if (k < 64)
-			cpu_relax();
-		else
-			sched_yield();
-		if ((k & 15) == 15 && gs_now_ns() >= end)
-			return false;
+	if (t) {
+		atomic_store_explicit(&t->gpu, q->gpu, memory_order_relaxed);
+		atomic_store_explicit(&t->progress_ns, gs_now_ns(), memory_order_relaxed);
+		atomic_store_explicit(&t->call, op_symbol(nb, q), memory_order_release);
 	}
-}
-
-#define WORKER_SPIN_NS 50000u /* wait for the next call of a burst (info, lists) */
-#define CALLER_SPIN_NS 100000u /* wait for an answer before sleeping */
-
-static void *nvml_worker(void *arg)
-{
-	struct nvml_backend *nb = arg;
-	uint64_t done = 0;
-
-	for (;;) {
-		nvmlReturn_t r;
-		uint64_t seq;
-
-		/* The acquire load of seq_req orders the caller's write of req
-		 * before our read, with or without the lock. */
-		if (!nb->spin || !spin_until(&nb->seq_req, done, true, WORKER_SPIN_NS)) {
-			pthread_mutex_lock(&nb->lock);
-			while (!nb->quit && atomic_load(&nb->seq_req) == done)
-				pthread_cond_wait(&nb->cond_req, &nb->lock);
-			pthread_mutex_unlock(&nb->lock);
-		}
-		seq = atomic_load_explicit(&nb->seq_req, memory_order_acquire);
-		if (seq == done)
-			return NULL; /* quit, nothing pending */
-		/* The caller does not touch req until seq_done moves. */
-		r = nvml_execute(&nb->sym, &nb->req);
-		nb->req.ret = r;
-		done = seq;
-		/* Store under the lock: a caller that checked seq_done under it
-		 * and went to sleep cannot miss the signal. */
-		pthread_mutex_lock(&nb->lock);
-		atomic_store_explicit(&nb->seq_done, seq, memory_order_release);
-		pthread_cond_signal(&nb->cond_done);
-		pthread_mutex_unlock(&nb->lock);
+	q->ret = nvml_execute(&nb->sym, q);
+	if (t) {
+		atomic_store_explicit(&t->call, NULL, memory_order_release);
+		atomic_store_explicit(&t->progress_ns, gs_now_ns(), memory_order_relaxed);
 	}
-}
-
-static void deadline_after(struct timespec *ts, unsigned ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-/* Run one call on the worker. Returns 0 with q->ret set to NVML's status, or
- * -ETIMEDOUT (now or at any later call) once a call passed its deadline. */
-static int nvml_call(struct nvml_backend *nb, struct nvml_req *q)
-{
-	struct timespec deadline;
-	uint64_t seq;
-
-	if (atomic_load(&nb->wedged))
-		return -ETIMEDOUT;
-	deadline_after(&deadline, nb->timeout_ms);
-	pthread_mutex_lock(&nb->lock);
-	nb->req = *q;
-	seq = atomic_load(&nb->seq_req) + 1;
-	atomic_store_explicit(&nb->seq_req, seq, memory_order_release);
-	pthread_cond_signal(&nb->cond_req);
-	pthread_mutex_unlock(&nb->lock);
-
-	/* Fast path: the answer within the spin, read without the lock (the
-	 * worker published it with a release store and is done with req). */
-	if (nb->spin && spin_until(&nb->seq_done, seq, false, CALLER_SPIN_NS)) {
-		*q = nb->req;
-		return 0;
-	}
-
-	pthread_mutex_lock(&nb->lock);
-	while (atomic_load(&nb->seq_done) != seq) {
-		int r = pthread_cond_timedwait(&nb->cond_done, &nb->lock, &deadline);
-
-		if (r == ETIMEDOUT && atomic_load(&nb->seq_done) != seq) {
-			atomic_store(&nb->wedged, true);
-			pthread_mutex_unlock(&nb->lock);
-			return -ETIMEDOUT;
-		}
-	}
-	*q = nb->req;
-	pthread_mutex_unlock(&nb->lock);
-	return 0;
 }
 
 /* nvml_call plus the errno mapping of NVML's status. */
 static int nvml_run(struct nvml_backend *nb, struct nvml_req *q)
 {
-	int r = nvml_call(nb, q);
-
-	return r < 0 ? r : nvml_to_errno(q->ret);
-}
-
-static int worker_start(struct nvml_backend *nb)
-{
-	pthread_condattr_t ca;
-	sigset_t all, old;
-	int r;
-
-	r = pthread_condattr_init(&ca);
-	if (r)
-		return -r;
-	r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!r) {
-		pthread_mutexattr_t ma;
-
-		/* Critical sections are a few stores: spin briefly on contention
-		 * instead of sleeping (a futex sleep costs a scheduler wake-up). */
-		r = pthread_mutexattr_init(&ma);
-		if (!r) {
-			(void)pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-			r = pthread_mutex_init(&nb->lock, &ma);
-			pthread_mutexattr_destroy(&ma);
-		}
-	}
-	if (!r) {
-		r = pthread_cond_init(&nb->cond_done, &ca);
-		if (!r) {
-			r = pthread_cond_init(&nb->cond_req, NULL);
-			if (r)
-				pthread_cond_destroy(&nb->cond_done);
-		}
-		if (r)
-			pthread_mutex_destroy(&nb->lock);
-	}
-	pthread_condattr_destroy(&ca);
-	if (r)
-		return -r;
-	nb->sync_inited = true;
-
-	/* Signals belong to the main thread (the CLI's SIGINT handling); the
-	 * worker inherits a fully blocked mask. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&nb->thread, NULL, nvml_worker, nb);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r)
-		return -r;
-	nb->thread_started = true;
-	return 0;
+	nvml_call(nb, q);
+	return nvml_to_errno(q->ret);
 }
 
 /* ---- teardown -------------------------------------------------------- */
@@ -466,39 +300,11 @@ static void nvml_destroy(struct nvml_backend *nb)
 {
 	if (!nb)
 		return;
-	if (nb->inited && !atomic_load(&nb->wedged)) {
-		struct nvml_req q = { .op = OP_SHUTDOWN };
+	if (nb->inited) {
+		struct nvml_req q = { .op = OP_SHUTDOWN, .gpu = -1 };
 
-		/* Best effort: a failing shutdown changes nothing for us; a
-		 * hanging one wedges the backend and is handled below. */
-		(void)nvml_call(nb, &q);
-	}
-	if (atomic_load(&nb->wedged)) {
-		/* The worker is stuck inside the library. Joining would hang and
-		 * dlclose would unmap code it is executing, so leak everything it
-		 * can touch (this struct, the buffer, the library) on purpose and
-		 * let it exit on its own if the call ever returns. */
-		pthread_mutex_lock(&nb->lock);
-		nb->quit = true;
-		pthread_mutex_unlock(&nb->lock);
-		pthread_detach(nb->thread);
-		pthread_mutex_lock(&wedged_lock);
-		nb->next_wedged = wedged_list;
-		wedged_list = nb;
-		pthread_mutex_unlock(&wedged_lock);
-		return;
-	}
-	if (nb->thread_started) {
-		pthread_mutex_lock(&nb->lock);
-		nb->quit = true;
-		pthread_cond_signal(&nb->cond_req);
-		pthread_mutex_unlock(&nb->lock);
-		pthread_join(nb->thread, NULL);
-	}
-	if (nb->sync_inited) {
-		pthread_cond_destroy(&nb->cond_req);
-		pthread_cond_destroy(&nb->cond_done);
-		pthread_mutex_destroy(&nb->lock);
+		/* Best effort: a failing shutdown changes nothing for us. */
+		nvml_call(nb, &q);
 	}
 	if (nb->dl)
 		dlclose(nb->dl);
@@ -516,11 +322,9 @@ static void nvml_close(struct gs_gpu_backend *b)
 static int nvml_handle(struct nvml_backend *nb, unsigned i, nvmlDevice_t *ret)
 {
 	struct nvml_gpu *g;
-	struct nvml_req q = { .op = OP_HANDLE, .index = i };
+	struct nvml_req q = { .op = OP_HANDLE, .gpu = (int)i, .index = i };
 	int r;
 
-	if (atomic_load(&nb->wedged))
-		return -ETIMEDOUT;
 	if (i >= nb->count)
 		return -EINVAL;
 	g = &nb->gpus[i];
@@ -551,12 +355,10 @@ static int nvml_mem(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, struc
 	int r;
 
 	if (nb->mem_v2_ok) {
-		q = (struct nvml_req){ .op = OP_MEM_V2, .dev = dev };
+		q = (struct nvml_req){ .op = OP_MEM_V2, .gpu = (int)i, .dev = dev };
 		/* The struct version, not "2": with 2 the call fails (1.6). */
 		q.out.mem2.version = nvmlMemory_v2;
-		r = nvml_call(nb, &q);
-		if (r < 0)
-			return r;
+		nvml_call(nb, &q);
 		if (q.ret == NVML_SUCCESS) {
 			*ret = (struct gs_gpu_mem){
 				.v2 = true,
@@ -574,11 +376,12 @@ static int nvml_mem(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, struc
 	}
 	if (!nb->sym.mem_v1)
 		return -EOPNOTSUPP;
-	q = (struct nvml_req){ .op = OP_MEM_V1, .dev = dev };
+	q = (struct nvml_req){ .op = OP_MEM_V1, .gpu = (int)i, .dev = dev };
 	r = nvml_run(nb, &q);
 	if (r < 0)
 		return r;
-	/* v1 used includes the driver's reservation; it cannot be split out. */
+	/* v1 used includes the driver's reservation; it cannot be split out
+	 * here (gs_discover estimates it). */
 	*ret = (struct gs_gpu_mem){ .v2 = false, .total = q.out.mem1.total, .used = q.out.mem1.used };
 	nb->gpus[i].total = ret->total;
 	return 0;
@@ -588,8 +391,6 @@ static int nvml_count(struct gs_gpu_backend *b, unsigned *ret)
 {
 	struct nvml_backend *nb = (struct nvml_backend *)b;
 
-	if (atomic_load(&nb->wedged))
-		return -ETIMEDOUT;
 	*ret = nb->count;
 	return 0;
 }
@@ -597,7 +398,7 @@ static int nvml_count(struct gs_gpu_backend *b, unsigned *ret)
 static int nvml_memory(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_mem *ret)
 {
 	struct nvml_backend *nb = (struct nvml_backend *)b;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);
@@ -606,9 +407,10 @@ static int nvml_memory(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_mem *
 	return nvml_mem(nb, i, dev, ret);
 }
 
-static int nvml_string(struct nvml_backend *nb, enum nvml_op op, nvmlDevice_t dev, char *dst, size_t len)
+static int nvml_string(struct nvml_backend *nb, enum nvml_op op, unsigned i, nvmlDevice_t dev, char *dst,
+		       size_t len)
 {
-	struct nvml_req q = { .op = op, .dev = dev };
+	struct nvml_req q = { .op = op, .gpu = (int)i, .dev = dev };
 	int r = nvml_run(nb, &q);
 
 	if (r < 0)
@@ -623,14 +425,14 @@ static int nvml_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 	struct gs_gpu g = { .index = i };
 	struct gs_gpu_mem m;
 	struct nvml_req q;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);
 	if (r < 0)
 		return r;
 
-	q = (struct nvml_req){ .op = OP_MINOR, .dev = dev };
+	q = (struct nvml_req){ .op = OP_MINOR, .gpu = (int)i, .dev = dev };
 	r = nvml_run(nb, &q);
 	if (r < 0)
 		return r;
@@ -638,14 +440,14 @@ static int nvml_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 		return -EBADMSG; /* not a /dev/nvidia<N> minor */
 	g.minor = q.out.u;
 
-	r = nvml_string(nb, OP_UUID, dev, g.uuid, sizeof(g.uuid));
+	r = nvml_string(nb, OP_UUID, i, dev, g.uuid, sizeof(g.uuid));
 	if (r < 0)
 		return r;
-	r = nvml_string(nb, OP_NAME, dev, g.name, sizeof(g.name));
+	r = nvml_string(nb, OP_NAME, i, dev, g.name, sizeof(g.name));
 	if (r < 0)
 		return r;
 
-	q = (struct nvml_req){ .op = OP_PCI, .dev = dev };
+	q = (struct nvml_req){ .op = OP_PCI, .gpu = (int)i, .dev = dev };
 	r = nvml_run(nb, &q);
 	if (r < 0)
 		return r;
@@ -658,6 +460,7 @@ static int nvml_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 	if (r >= 0) {
 		g.mem_known = true;
 		g.mem_v2 = m.v2;
+		g.mem_basis = m.v2 ? GS_MEM_V2 : GS_MEM_V1;
 		g.mem_total = m.total;
 		g.mem_used = m.used;
 		g.mem_reserved = m.reserved;
@@ -690,18 +493,16 @@ static int pbuf_reserve(struct nvml_backend *nb, size_t entries)
 /* Size query, then fetch into nb->pbuf: *ret_n entries, layout not known
  * yet. *ret_nvml is NVML's last status, for callers that treat some
  * failures (NOT_SUPPORTED, FUNCTION_NOT_FOUND) as "try something else". */
-static int query_procs(struct nvml_backend *nb, nvmlDevice_t dev, nvmlDeviceGetProcesses_fn fn,
+static int query_procs(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, const struct nvml_proc_try *try,
 		       unsigned *ret_n, nvmlReturn_t *ret_nvml)
 {
 	/* First call: count 0 and no buffer asks for the size. */
-	struct nvml_req q = { .op = OP_PROCS, .dev = dev, .procs_fn = fn };
+	struct nvml_req q = { .op = OP_PROCS, .gpu = (int)i, .dev = dev, .procs_fn = try->fn, .procs_name = try->name };
 	unsigned want = 0;
 	int r;
 
 	for (int attempt = 0;; attempt++) {
-		r = nvml_call(nb, &q);
-		if (r < 0)
-			return r;
+		nvml_call(nb, &q);
 		*ret_nvml = q.ret;
 		if (q.ret == NVML_SUCCESS) {
 			if (q.count > want)
@@ -720,7 +521,8 @@ static int query_procs(struct nvml_backend *nb, nvmlDevice_t dev, nvmlDeviceGetP
 		r = pbuf_reserve(nb, want);
 		if (r < 0)
 			return r;
-		q = (struct nvml_req){ .op = OP_PROCS, .dev = dev, .procs_fn = fn, .count = want, .buf = nb->pbuf };
+		q = (struct nvml_req){ .op = OP_PROCS, .gpu = (int)i, .dev = dev, .procs_fn = try->fn,
+				       .procs_name = try->name, .count = want, .buf = nb->pbuf };
 	}
 }
 
@@ -792,7 +594,7 @@ static int list_kind(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, int 
 		unsigned n = 0;
 		int r;
 
-		r = query_procs(nb, dev, try->fn, &n, &st);
+		r = query_procs(nb, i, dev, try, &n, &st);
 		if (r < 0) {
 			/* A versioned symbol the driver does not implement:
 			 * the next, older one may work. */
@@ -841,7 +643,7 @@ static int nvml_processes(struct gs_gpu_backend *b, unsigned i, struct gs_gpu_pr
 	struct nvml_backend *nb = (struct nvml_backend *)b;
 	_cleanup_free_ struct gs_gpu_proc *all = NULL;
 	size_t n = 0;
-	nvmlDevice_t dev;
+	nvmlDevice_t dev = NULL;
 	int r;
 
 	r = nvml_handle(nb, i, &dev);
@@ -882,6 +684,8 @@ static void plan_proc_tries(struct nvml_backend *nb)
 				continue;
 			nb->proc_tries[k][nb->proc_ntries[k]++] = (struct nvml_proc_try){
 				.fn = fn,
+				/* sym_table lists each kind's versions newest first. */
+				.name = sym_table[SYM_COMPUTE_V3 + k * PV_N + (PV_3 - v)].names[0],
 				.stride = v == PV_3 && early_r535 ? 32u : natural[v],
 			};
 		}
@@ -937,12 +741,8 @@ static int load_symbols(struct nvml_backend *nb, const char *lib, char *errbuf, 
 static int open_step(struct nvml_backend *nb, struct nvml_req *q, enum nvml_sym_id sym, char *errbuf, size_t errlen)
 {
 	char tmp[32];
-	int r = nvml_call(nb, q);
 
-	if (r < 0) {
-		set_err(errbuf, errlen, "%s: %s", nb->resolved[sym], "no answer before the deadline (driver wedged?)");
-		return r;
-	}
+	nvml_call(nb, q);
 	if (q->ret != NVML_SUCCESS) {
 		set_err(errbuf, errlen, "%s: %s", nb->resolved[sym], nvml_errstr(nb, q->ret, tmp, sizeof(tmp)));
 		return nvml_to_errno(q->ret);
@@ -959,7 +759,8 @@ static const struct gs_gpu_backend_ops nvml_ops = {
 	.close = nvml_close,
 };
 
-int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, char *errbuf, size_t errlen)
+int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_nvml_trace *trace, struct gs_gpu_backend **ret,
+		 char *errbuf, size_t errlen)
 {
 	static const struct gs_nvml_opts defaults;
 	struct nvml_backend *nb;
@@ -979,9 +780,8 @@ int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, c
 	if (!nb)
 		return -ENOMEM;
 	nb->base.ops = &nvml_ops;
-	nb->timeout_ms = opts->call_timeout_ms ? opts->call_timeout_ms : NVML_DEFAULT_TIMEOUT_MS;
 	nb->pid_max = read_pid_max();
-	nb->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+	nb->trace = trace;
 
 	nb->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!nb->dl) {
@@ -998,32 +798,21 @@ int gs_nvml_open(const struct gs_nvml_opts *opts, struct gs_gpu_backend **ret, c
 	nb->mem_v2_ok = nb->sym.mem_v2 != NULL;
 	plan_proc_tries(nb);
 
-	r = worker_start(nb);
-	if (r < 0) {
-		set_err(errbuf, errlen, "%s: %s", "nvml worker thread", strerror(-r));
-		goto fail;
-	}
-
-	q = (struct nvml_req){ .op = OP_INIT };
+	q = (struct nvml_req){ .op = OP_INIT, .gpu = -1 };
 	r = open_step(nb, &q, SYM_INIT, errbuf, errlen);
 	if (r < 0)
 		goto fail;
 	nb->inited = true;
 
 	if (nb->sym.driver_version) {
-		q = (struct nvml_req){ .op = OP_DRIVER_VERSION };
-		r = nvml_call(nb, &q);
-		if (r < 0) {
-			set_err(errbuf, errlen, "%s: %s", nb->resolved[SYM_DRIVER_VERSION],
-				"no answer before the deadline (driver wedged?)");
-			goto fail;
-		}
+		q = (struct nvml_req){ .op = OP_DRIVER_VERSION, .gpu = -1 };
+		nvml_call(nb, &q);
 		/* Only for messages: a failure leaves it empty. */
 		if (q.ret == NVML_SUCCESS)
 			gs_strlcpy(nb->base.driver_version, q.out.str, sizeof(nb->base.driver_version));
 	}
 
-	q = (struct nvml_req){ .op = OP_COUNT };
+	q = (struct nvml_req){ .op = OP_COUNT, .gpu = -1 };
 	r = open_step(nb, &q, SYM_COUNT, errbuf, errlen);
 	if (r < 0)
 		goto fail;

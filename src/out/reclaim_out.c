@@ -283,10 +283,22 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 				fputc('\n', f);
 			}
 		}
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
+
+			if (gp->mem_basis == GS_MEM_V1_ESTIMATED)
+				fprintf(f, "GPU %u: NVML has v1 memory figures only: used is v1's less the driver's reservation,"
+					" estimated at %llu MiB (v1 used less the listed processes' memory, before anything"
+					" was stopped)\n", gp->index, (unsigned long long)(gp->mem_reserved / GS_MIB));
+			else if (gp->mem_basis == GS_MEM_V1)
+				fprintf(f, "GPU %u: NVML has v1 memory figures only and the driver's reservation could not"
+					" be estimated (a process's memory is not reported, or memory kept changing):"
+					" memory not verified\n", gp->index);
+		}
 		for (size_t i = 0; i < v->n_respawns; i++)
 			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, v->respawns[i].comm,
 				v->respawns[i].by);
-		if (v->memory_unverified)
+		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)
 			fprintf(f, "driver failure: %s\n", v->driver_error);
@@ -476,6 +488,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, "memory_after_mib", json_mib(gv->mem_known, gv->after));
 				json_object_set_new(o, "baseline_mib", json_mib(gv->mem_known, gv->baseline));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
+				gs_json_memory_basis(o, gp);
 				json_object_set_new(o, "released_after_s", gv->released && gv->before > gv->baseline
 										 ? json_real(gv->released_ms / 1000.0) : json_null());
 				json_object_set_new(o, "held_by", held);
@@ -523,6 +536,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, "memory_after_mib", json_null());
 				json_object_set_new(o, "baseline_mib", json_mib(gp->mem_known, p->baseline[g]));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
+				gs_json_memory_basis(o, gp);
 				json_array_append_new(gpus, o);
 			}
 		}

@@ -107,6 +107,15 @@ static size_t gpu_holder_count(const struct gs_snapshot *s, size_t g)
 	return n;
 }
 
+void gs_json_memory_basis(json_t *o, const struct gs_gpu *g)
+{
+	const char *basis = gs_mem_basis_str(g->mem_basis);
+
+	json_object_set_new(o, "memory_reserved_mib",
+			    json_mib(g->mem_basis == GS_MEM_V2 || g->mem_basis == GS_MEM_V1_ESTIMATED, g->mem_reserved));
+	json_object_set_new(o, "memory_basis", basis ? json_string(basis) : json_null());
+}
+
 json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 {
 	json_t *j = json_object();
@@ -117,7 +126,7 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 	json_object_set_new(j, "name", json_string(g->name));
 	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? json_string(g->pci_bus_id) : json_null());
 	json_object_set_new(j, "memory_used_mib", json_mib(g->mem_known, g->mem_used));
-	json_object_set_new(j, "memory_reserved_mib", json_mib(g->mem_known && g->mem_v2, g->mem_reserved));
+	gs_json_memory_basis(j, g);
 	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
 	json_object_set_new(j, "holders", json_integer((json_int_t)gpu_holder_count(s, (size_t)(g - s->gpus))));
 	return j;

@@ -42,6 +42,8 @@ void gs_owner_format(const struct gs_owner *o, char *buf, size_t len);
 
 json_t *gs_json_owner(const struct gs_owner *o);
 json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s);
+/* memory_basis and memory_reserved_mib of a GPU object (docs/json.md). */
+void gs_json_memory_basis(json_t *o, const struct gs_gpu *g);
 json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s);
 /* The whole status document: schema_version, host, gpus, processes, ... */
 json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);

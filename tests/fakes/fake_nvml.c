@@ -13,9 +13,11 @@
  * stuck in a "hung" call does not wedge other threads, as with a real driver
  * that blocks one ioctl.
  *
- * Built twice: normally, and with -DFAKE_EARLY_R535 to reproduce the early
+ * Built three times: normally; with -DFAKE_EARLY_R535 to reproduce the early
  * R535 drivers that wrote 32-byte entries into _v3 buffers and lacked
- * nvmlDeviceGetRunningProcessDetailList. */
+ * nvmlDeviceGetRunningProcessDetailList; and with -DFAKE_NO_MEMORY_V2, a
+ * library from before R510 that has only v1 memory info (whose used includes
+ * the driver's reservation). */
 #include "gpu/nvml_abi.h"
 
 #include <dirent.h>
@@ -76,7 +78,9 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci);
 nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci);
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+#ifndef FAKE_NO_MEMORY_V2
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
+#endif
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, void *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, void *infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, void *infos);
@@ -106,7 +110,9 @@ FAKE_SAME_TYPE(nvmlDeviceGetUUID, nvmlDeviceGetUUID_fn);
 FAKE_SAME_TYPE(nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_fn);
 FAKE_SAME_TYPE(nvmlDeviceGetMinorNumber, nvmlDeviceGetMinorNumber_fn);
 FAKE_SAME_TYPE(nvmlDeviceGetMemoryInfo, nvmlDeviceGetMemoryInfo_fn);
+#ifndef FAKE_NO_MEMORY_V2
 FAKE_SAME_TYPE(nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetMemoryInfo_v2_fn);
+#endif
 FAKE_SAME_TYPE(nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetProcesses_fn);
 
 /* ---- Symbols, for fault injection and per-process call counters -------- */
@@ -156,13 +162,17 @@ struct fake_gpu {
 
 enum fake_kind { KIND_COMPUTE, KIND_GRAPHICS, KIND_MPS, KIND_ALL };
 
-enum directive_type { DIR_FAIL, DIR_FAIL_AFTER, DIR_HANG, DIR_HANG_AFTER };
+enum directive_type { DIR_FAIL, DIR_FAIL_AFTER, DIR_HANG, DIR_HANG_AFTER, DIR_BLOCK, DIR_BLOCK_AFTER, DIR_DELAY };
+
+#define FAKE_MAX_BLOCK_PATH 512
 
 struct directive {
 	enum directive_type type;
 	enum fake_sym sym;
-	unsigned long long after; /* *_after: calls that still behave */
+	unsigned long long after; /* *_after: calls that still behave; delay: ms */
 	nvmlReturn_t code;
+	int gpu;                  /* gpu=N: only calls about GPU index N; -1: any */
+	char path[FAKE_MAX_BLOCK_PATH]; /* block*: the file the call reads first */
 };
 
 struct inject_state {
@@ -315,10 +325,10 @@ static bool lookup_sym(const char *name, enum fake_sym *ret)
 static void parse_directive(char *line)
 {
 	char *save = NULL;
-	char *words[5] = { 0 };
+	char *words[6] = { 0 };
 	size_t n = 0;
-	struct directive d = { 0 };
-	unsigned long long after = 0;
+	struct directive d = { .gpu = -1 };
+	unsigned long long after = 0, gpu;
 
 	for (char *w = strtok_r(line, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
 		if (n == sizeof(words) / sizeof(words[0]))
@@ -327,6 +337,13 @@ static void parse_directive(char *line)
 	}
 	if (n == 0 || words[0][0] == '#')
 		return;
+	/* A trailing gpu=N limits any fault to the calls about GPU N. */
+	if (n > 2 && strncmp(words[n - 1], "gpu=", 4) == 0) {
+		if (!parse_ull(words[n - 1] + 4, FAKE_MAX_GPUS - 1, &gpu))
+			return;
+		d.gpu = (int)gpu;
+		n--;
+	}
 	if (strcmp(words[0], "garbage_processes") == 0 && n == 1) {
 		inject.garbage_processes = true;
 		return;
@@ -343,6 +360,15 @@ static void parse_directive(char *line)
 	} else if (strcmp(words[0], "hang_after") == 0 && n == 3 &&
 		   parse_ull(words[2], ULLONG_MAX, &after)) {
 		d.type = DIR_HANG_AFTER;
+	} else if (strcmp(words[0], "delay") == 0 && n == 3 && parse_ull(words[2], 3600000, &after)) {
+		d.type = DIR_DELAY;
+	} else if (strcmp(words[0], "block") == 0 && n == 3 && strlen(words[2]) < sizeof(d.path)) {
+		d.type = DIR_BLOCK;
+		strcpy(d.path, words[2]);
+	} else if (strcmp(words[0], "block_after") == 0 && n == 4 && parse_ull(words[2], ULLONG_MAX, &after) &&
+		   strlen(words[3]) < sizeof(d.path)) {
+		d.type = DIR_BLOCK_AFTER;
+		strcpy(d.path, words[3]);
 	} else {
 		return;
 	}
@@ -394,23 +420,50 @@ static _Noreturn void hang_forever(void)
 		pause();
 }
 
-/* Counts the call and applies injected faults. Returns NVML_SUCCESS when
- * the call should go on normally. Never returns when it must hang. */
-static nvmlReturn_t inject_check(enum fake_sym sym)
+/* Reads a file, as a driver call waits on the kernel: on a FUSE file system
+ * whose server never answers (tests/fakes/hangfs.c) the calling thread sleeps
+ * in the kernel, and once killed sleeps uninterruptibly (state D), exactly
+ * like a thread stuck in a driver ioctl. Whatever the read gives, the call
+ * then goes on. */
+static void block_on(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+}
+
+/* Counts the call and applies injected faults for a call about GPU index gpu
+ * (-1: none). Returns NVML_SUCCESS when the call should go on normally.
+ * Never returns when it must hang. */
+static nvmlReturn_t inject_check(enum fake_sym sym, int gpu)
 {
 	nvmlReturn_t r = NVML_SUCCESS;
 	bool hang = false;
-	unsigned long long calls;
+	char block[FAKE_MAX_BLOCK_PATH] = "";
+	unsigned long long calls, delay_ms = 0;
 
 	pthread_mutex_lock(&lock);
 	calls = ++call_counts[sym];
 	inject_refresh();
 	for (size_t i = 0; i < inject.ndirectives; i++) {
 		const struct directive *d = &inject.directives[i];
-		if (d->sym != sym)
+		if (d->sym != sym || (d->gpu >= 0 && d->gpu != gpu))
 			continue;
 		if (d->type == DIR_HANG || (d->type == DIR_HANG_AFTER && calls > d->after)) {
 			hang = true;
+			break;
+		}
+		if (d->type == DIR_DELAY) {
+			delay_ms = d->after;
+			break;
+		}
+		if (d->type == DIR_BLOCK || (d->type == DIR_BLOCK_AFTER && calls > d->after)) {
+			memcpy(block, d->path, sizeof(block));
 			break;
 		}
 		if (d->type == DIR_FAIL || (d->type == DIR_FAIL_AFTER && calls > d->after)) {
@@ -421,15 +474,36 @@ static nvmlReturn_t inject_check(enum fake_sym sym)
 	pthread_mutex_unlock(&lock);
 	if (hang)
 		hang_forever();
+	if (block[0])
+		block_on(block);
+	if (delay_ms) {
+		struct timespec ts = { (time_t)(delay_ms / 1000), (long)(delay_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
 	return r;
+}
+
+/* The index of a handle in the GPU table, -1 if it is none of ours. Only
+ * addresses are compared: no lock needed. */
+static int device_index(nvmlDevice_t device)
+{
+	struct fake_gpu *g = (struct fake_gpu *)(void *)device;
+
+	for (int i = 0; i < FAKE_MAX_GPUS; i++)
+		if (g == &gpus[i])
+			return i;
+	return -1;
 }
 
 /* Entry of every function that needs an initialised library: faults first
  * (so `fail` works even before init), then the init check. On success the
- * lock is held and the caller must call leave(). */
-static nvmlReturn_t enter(enum fake_sym sym)
+ * lock is held and the caller must call leave(). gpu: the GPU index the call
+ * is about, -1 for none. */
+static nvmlReturn_t enter_gpu(enum fake_sym sym, int gpu)
 {
-	nvmlReturn_t r = inject_check(sym);
+	nvmlReturn_t r = inject_check(sym, gpu);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -439,6 +513,16 @@ static nvmlReturn_t enter(enum fake_sym sym)
 		return NVML_ERROR_UNINITIALIZED;
 	}
 	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t enter(enum fake_sym sym)
+{
+	return enter_gpu(sym, -1);
+}
+
+static nvmlReturn_t enter_dev(enum fake_sym sym, nvmlDevice_t device)
+{
+	return enter_gpu(sym, device_index(device));
 }
 
 static nvmlReturn_t leave(nvmlReturn_t r)
@@ -557,6 +641,7 @@ struct fake_ctx {
 	unsigned int gpu;
 	unsigned long long mib;
 	enum fake_kind kind;
+	bool mem_unknown;
 };
 
 struct ctx_list {
@@ -567,6 +652,7 @@ struct ctx_list {
 struct ctx_file {
 	bool has_pid, has_gpu, has_mib;
 	unsigned long long pid, gpu, mib, release_ms;
+	bool mem_unknown;         /* the driver does not say how much this process uses */
 	bool freed;
 	unsigned long long freed_at_ms;
 	enum fake_kind kind;
@@ -593,6 +679,8 @@ static bool parse_ctx(char *buf, struct ctx_file *c)
 			c->has_gpu = parse_ull(val, UINT_MAX, &c->gpu);
 		else if (strcmp(key, "mib") == 0)
 			c->has_mib = parse_ull(val, 1ULL << 40, &c->mib);
+		else if (strcmp(key, "mem_unknown") == 0)
+			c->mem_unknown = strcmp(val, "1") == 0;
 		else if (strcmp(key, "release_ms") == 0) {
 			if (!parse_ull(val, ULLONG_MAX, &c->release_ms))
 				return false;
@@ -679,8 +767,11 @@ static bool ctx_counts(int dirfd, const char *name, struct fake_ctx *out)
 			}
 			c.freed_at_ms = now;
 		}
-		/* Slow teardown: the memory stays in use for release_ms. */
-		if (now >= c.freed_at_ms && now - c.freed_at_ms >= c.release_ms)
+		/* Slow teardown: the memory stays in use for release_ms. Both
+		 * readings are whole milliseconds, floored: only a difference
+		 * above release_ms proves that release_ms have really passed
+		 * (at exactly release_ms, up to 1 ms less may have). */
+		if (c.release_ms == 0 || (now >= c.freed_at_ms && now - c.freed_at_ms > c.release_ms))
 			unlinkat(dirfd, name, 0);
 		else
 			counts = true;
@@ -690,6 +781,7 @@ static bool ctx_counts(int dirfd, const char *name, struct fake_ctx *out)
 		out->gpu = (unsigned int)c.gpu;
 		out->mib = c.mib;
 		out->kind = c.kind;
+		out->mem_unknown = c.mem_unknown;
 	}
 out:
 	free(buf);
@@ -758,6 +850,7 @@ static nvmlReturn_t used_mib(const struct fake_gpu *g, unsigned long long *ret)
 struct proc_entry {
 	unsigned int pid;
 	unsigned long long bytes;
+	bool unknown;             /* usedGpuMemory reads NVML_VALUE_NOT_AVAILABLE */
 };
 
 /* One entry per (pid, GPU, kind), summing that pid's contexts, as the
@@ -787,14 +880,15 @@ static nvmlReturn_t list_processes(const struct fake_gpu *g, enum fake_kind kind
 		if (j == n)
 			e[n++].pid = l.v[i].pid;
 		e[j].bytes += l.v[i].mib << 20;
+		e[j].unknown |= l.v[i].mem_unknown;
 	}
 	free(l.v);
 	if (inject.garbage_processes) {
 		unsigned long long total = g->total_mib << 20;
 		unsigned int pid = n ? e[0].pid : (unsigned int)getpid();
-		e[n++] = (struct proc_entry){ 0, 1ULL << 30 };
-		e[n++] = (struct proc_entry){ 0xFFFFFFFFu, 1ULL << 30 };
-		e[n++] = (struct proc_entry){ pid, total + (1ULL << 30) };
+		e[n++] = (struct proc_entry){ 0, 1ULL << 30, false };
+		e[n++] = (struct proc_entry){ 0xFFFFFFFFu, 1ULL << 30, false };
+		e[n++] = (struct proc_entry){ pid, total + (1ULL << 30), false };
 	}
 	*ret = e;
 	*ret_n = n;
@@ -812,13 +906,13 @@ static void put_entry(void *buf, size_t stride, unsigned int i, const struct pro
 		nvmlProcessInfo_v1_t p;
 		memset(&p, 0, sizeof(p));
 		p.pid = e->pid;
-		p.usedGpuMemory = e->bytes;
+		p.usedGpuMemory = e->unknown ? NVML_VALUE_NOT_AVAILABLE_ULL : e->bytes;
 		memcpy(dst, &p, sizeof(p));
 	} else if (stride == sizeof(nvmlProcessInfo_v2_t)) {
 		nvmlProcessInfo_v2_t p;
 		memset(&p, 0, sizeof(p));
 		p.pid = e->pid;
-		p.usedGpuMemory = e->bytes;
+		p.usedGpuMemory = e->unknown ? NVML_VALUE_NOT_AVAILABLE_ULL : e->bytes;
 		p.gpuInstanceId = FAKE_MIG_NONE;
 		p.computeInstanceId = FAKE_MIG_NONE;
 		memcpy(dst, &p, sizeof(p));
@@ -826,7 +920,7 @@ static void put_entry(void *buf, size_t stride, unsigned int i, const struct pro
 		nvmlProcessDetail_v1_t p;
 		memset(&p, 0, sizeof(p));
 		p.pid = e->pid;
-		p.usedGpuMemory = e->bytes;
+		p.usedGpuMemory = e->unknown ? NVML_VALUE_NOT_AVAILABLE_ULL : e->bytes;
 		p.gpuInstanceId = FAKE_MIG_NONE;
 		p.computeInstanceId = FAKE_MIG_NONE;
 		p.usedGpuCcProtectedMemory = 0;
@@ -843,7 +937,7 @@ static nvmlReturn_t get_processes(enum fake_sym sym, nvmlDevice_t device, unsign
 	struct fake_gpu *g;
 	struct proc_entry *e = NULL;
 	unsigned int n = 0;
-	nvmlReturn_t r = enter(sym);
+	nvmlReturn_t r = enter_dev(sym, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -899,7 +993,7 @@ nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, fake_pro
 	struct fake_gpu *g;
 	struct proc_entry *e = NULL;
 	unsigned int n = 0;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetRunningProcessDetailList);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetRunningProcessDetailList, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -931,7 +1025,7 @@ nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, fake_pro
 
 static nvmlReturn_t do_init(enum fake_sym sym, unsigned int flags)
 {
-	nvmlReturn_t r = inject_check(sym);
+	nvmlReturn_t r = inject_check(sym, -1);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1083,7 +1177,7 @@ nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
 
 static nvmlReturn_t get_handle(enum fake_sym sym, unsigned int index, nvmlDevice_t *device)
 {
-	nvmlReturn_t r = enter(sym);
+	nvmlReturn_t r = enter_gpu(sym, index < FAKE_MAX_GPUS ? (int)index : -1);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1122,7 +1216,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
 	struct fake_gpu *g;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetName);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetName, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1134,7 +1228,7 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
 	struct fake_gpu *g;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetUUID);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetUUID, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1148,7 +1242,7 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
 static nvmlReturn_t get_pci(enum fake_sym sym, nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
 	struct fake_gpu *g;
-	nvmlReturn_t r = enter(sym);
+	nvmlReturn_t r = enter_dev(sym, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1184,7 +1278,7 @@ nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci)
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
 	struct fake_gpu *g;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetMinorNumber);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetMinorNumber, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1201,7 +1295,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
 	struct fake_gpu *g;
 	unsigned long long used = 0, total, v1_used;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetMemoryInfo);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetMemoryInfo, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1218,6 +1312,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 	return leave(NVML_SUCCESS);
 }
 
+#ifndef FAKE_NO_MEMORY_V2
 /* v2: the caller must pass version nvmlMemory_v2 (0x02000028). The real
  * library answers FUNCTION_NOT_FOUND to anything else, including the bare 2
  * that the documentation suggests. */
@@ -1225,7 +1320,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 {
 	struct fake_gpu *g;
 	unsigned long long used = 0, total, reserved, taken;
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetMemoryInfo_v2);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetMemoryInfo_v2, device);
 
 	if (r != NVML_SUCCESS)
 		return r;
@@ -1245,13 +1340,14 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 	memory->free = taken < total ? total - taken : 0;
 	return leave(NVML_SUCCESS);
 }
+#endif
 
 /* Exported because nvitop-style probes look for it (with the missing
  * nvmlDeviceGetRunningProcessDetailList, it marks early R535). Confidential
  * computing is off on the simulated host. */
 nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, fake_conf_compute_mem_size_info_t *memInfo)
 {
-	nvmlReturn_t r = enter(SYM_nvmlDeviceGetConfComputeMemSizeInfo);
+	nvmlReturn_t r = enter_dev(SYM_nvmlDeviceGetConfComputeMemSizeInfo, device);
 
 	if (r != NVML_SUCCESS)
 		return r;

@@ -35,7 +35,7 @@ struct opts {
 	unsigned long long mib;
 	unsigned long long release_ms;
 	const char *kind;
-	bool client, ctl_only, fork_child, exit_after_fork, ignore_term, setsid, supervise;
+	bool client, ctl_only, fork_child, exit_after_fork, ignore_term, setsid, supervise, mem_unknown;
 	unsigned int workers;
 	const char *ready_file;
 };
@@ -70,7 +70,7 @@ static void usage(void)
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
-	      "                 [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
+	      "                 [--mem-unknown] [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
 }
@@ -252,8 +252,8 @@ static void create_ctx(const struct opts *o, int dirfd, unsigned int minor)
 	 * complete without the lock. An empty locked-or-not file is ignored. */
 	if (flock(fd, LOCK_SH) < 0)
 		die("flock %s: %s", name, strerror(errno));
-	n = snprintf(content, sizeof(content), "pid=%d\ngpu=%u\nmib=%llu\nkind=%s\nrelease_ms=%llu\n",
-		     (int)getpid(), minor, o->mib, o->kind, o->release_ms);
+	n = snprintf(content, sizeof(content), "pid=%d\ngpu=%u\nmib=%llu\nkind=%s\nrelease_ms=%llu\n%s",
+		     (int)getpid(), minor, o->mib, o->kind, o->release_ms, o->mem_unknown ? "mem_unknown=1\n" : "");
 	write_all(fd, content, (size_t)n);
 	/* In a container getpid() is not the pid the host (and the driver) knows:
 	 * the fake NVML reads the host's pid from the lock instead. */
@@ -424,7 +424,7 @@ static void supervise(const struct opts *o, const sigset_t *wait_mask)
 
 int main(int argc, char **argv)
 {
-	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_CLIENT, O_CTL_ONLY,
+	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SETSID,
 	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE };
 	static const struct option longopts[] = {
@@ -433,6 +433,7 @@ int main(int argc, char **argv)
 		{ "gpu", required_argument, NULL, O_GPU },
 		{ "mib", required_argument, NULL, O_MIB },
 		{ "release-ms", required_argument, NULL, O_RELEASE_MS },
+		{ "mem-unknown", no_argument, NULL, O_MEM_UNKNOWN },
 		{ "client", no_argument, NULL, O_CLIENT },
 		{ "ctl-only", no_argument, NULL, O_CTL_ONLY },
 		{ "fork-child", no_argument, NULL, O_FORK_CHILD },
@@ -466,6 +467,7 @@ int main(int argc, char **argv)
 			break;
 		case O_MIB: o.mib = parse_num("mib", optarg, 1ULL << 40); break;
 		case O_RELEASE_MS: o.release_ms = parse_num("release-ms", optarg, ULLONG_MAX); break;
+		case O_MEM_UNKNOWN: o.mem_unknown = true; break;
 		case O_CLIENT: o.client = true; break;
 		case O_CTL_ONLY: o.ctl_only = true; break;
 		case O_FORK_CHILD: o.fork_child = true; break;

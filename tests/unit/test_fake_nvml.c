@@ -500,6 +500,112 @@ static void test_early_r535_variant(void **st)
 	close(fd);
 }
 
+/* The teardown lasts at least release_ms by any clock: the memory is still
+ * counted by every call made less than release_ms after the call that first
+ * saw the holder gone (issue 15: a 1.499 s "slow teardown" of 1.5 s). */
+static void test_release_never_early(void **st)
+{
+	struct timespec ts;
+	(void)st;
+
+	for (int i = 0; i < 10; i++) {
+		char name[32];
+		uint64_t before, after;
+		int fd;
+
+		snprintf(name, sizeof(name), "5100-%d", i);
+		fd = hold_ctx(name, 5100, 1, 64, 20);
+		close(fd);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		before = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		/* This call sees the lock free and starts the teardown. */
+		assert_int_equal(used_v2_mib(dev(1)), 64);
+		while (used_v2_mib(dev(1)) != 0)
+			;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		after = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		if (after - before < 20000000ULL)
+			fail_msg("released after %.3f ms, before its 20 ms teardown", (after - before) / 1e6);
+	}
+}
+
+/* gpu=N limits a fault to one GPU; delay slows a call; block reads a file
+ * first (here an ordinary one: the call then goes on). */
+static void test_inject_per_gpu_delay_block(void **st)
+{
+	nvmlMemory_v2_t m = { .version = nvmlMemory_v2 };
+	char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE], text[PATH_MAX + 128];
+	nvmlDevice_t d = NULL;
+	struct timespec t0, t1;
+	(void)st;
+
+	write_file("inject", "fail nvmlDeviceGetMemoryInfo_v2 15 gpu=1\nfail nvmlDeviceGetHandleByIndex_v2 4 gpu=0\n");
+	assert_int_equal(L.handle(0, &d), NVML_ERROR_NO_PERMISSION);
+	assert_int_equal(L.mem_v2(dev(1), &m), NVML_ERROR_GPU_IS_LOST);
+	write_file("inject", "fail nvmlDeviceGetMemoryInfo_v2 15 gpu=1\n");
+	assert_int_equal(L.mem_v2(dev(0), &m), NVML_SUCCESS);
+
+	write_file("inject", "delay nvmlDeviceGetUUID 100 gpu=0\n");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(L.uuid(dev(0), buf, sizeof(buf)), NVML_SUCCESS);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 100);
+
+	snprintf(text, sizeof(text), "block nvmlDeviceGetUUID %s/gpus gpu=1\n", state);
+	write_file("inject", text);
+	assert_int_equal(L.uuid(dev(1), buf, sizeof(buf)), NVML_SUCCESS);
+	assert_string_equal(buf, "GPU-a2983c1e-0000-4000-8000-000000000001");
+}
+
+/* A context with mem_unknown=1: listed, its memory NVML_VALUE_NOT_AVAILABLE
+ * (while v2 used still counts it). */
+static void test_mem_unknown(void **st)
+{
+	char path[PATH_MAX + 64];
+	nvmlProcessInfo_v2_t p[2];
+	unsigned int n = 2;
+	int fd;
+	(void)st;
+
+	snprintf(path, sizeof(path), "%s/ctx/5200-0", state);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_SH), 0);
+	assert_true(dprintf(fd, "pid=5200\ngpu=0\nmib=300\nkind=compute\nmem_unknown=1\n") > 0);
+	assert_int_equal(L.compute_v3(dev(0), &n, p), NVML_SUCCESS);
+	assert_int_equal(n, 1);
+	assert_int_equal(p[0].pid, 5200);
+	assert_true(p[0].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE_ULL);
+	assert_int_equal(used_v2_mib(dev(0)), 300);
+	close(fd);
+}
+
+/* The pre-R510 variant: no v2 memory symbol; v1 used includes the reservation. */
+static void test_no_memory_v2_variant(void **st)
+{
+	char path[PATH_MAX];
+	nvmlMemory_t m;
+	nvmlDevice_t d = NULL;
+	void *dl;
+	(void)st;
+
+	lib_path(path, sizeof(path), "fakes/r470/libnvidia-ml.so.1");
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl)
+		fail_msg("cannot load %s: %s", path, dlerror());
+	assert_null(dlsym(dl, "nvmlDeviceGetMemoryInfo_v2"));
+	nvmlInit_fn init = (nvmlInit_fn)sym(dl, "nvmlInit_v2");
+	nvmlShutdown_fn shutdown = (nvmlShutdown_fn)sym(dl, "nvmlShutdown");
+	nvmlDeviceGetHandleByIndex_fn handle = (nvmlDeviceGetHandleByIndex_fn)sym(dl, "nvmlDeviceGetHandleByIndex_v2");
+	nvmlDeviceGetMemoryInfo_fn mem = (nvmlDeviceGetMemoryInfo_fn)sym(dl, "nvmlDeviceGetMemoryInfo");
+	assert_int_equal(init(), NVML_SUCCESS);
+	assert_int_equal(handle(1, &d), NVML_SUCCESS);
+	assert_int_equal(mem(d, &m), NVML_SUCCESS);
+	assert_int_equal(m.used, RESERVED_MIB << 20);
+	assert_int_equal(shutdown(), NVML_SUCCESS);
+	dlclose(dl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +620,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inject_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inject_garbage_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_early_r535_variant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_never_early, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inject_per_gpu_delay_block, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mem_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_memory_v2_variant, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
