@@ -9,7 +9,7 @@ set -u
 B=${GPUSLATE_BUILD:-$PWD/build}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$B/bench"
-cc -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g -Isrc -o "$B/bench/drm_probe" \
+[ -x "$B/bench/drm_probe" ] || cc -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O1 -g -Isrc -o "$B/bench/drm_probe" \
 	bench/gpu/drm_probe.c "$B/libgpuslate.a" -ldl -lpthread -lm || exit 1
 {
 	echo "== uname"; uname -r

@@ -22,7 +22,7 @@ GS=$B/gpuslate
 mkdir -p "$OUTD" "$B/bench"
 Q=(--query-gpu=index,memory.used --format=csv,noheader)
 
-cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o "$B/bench/nvml_overhead" bench/gpu/nvml_overhead.c \
+[ -x "$B/bench/nvml_overhead" ] || cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o "$B/bench/nvml_overhead" bench/gpu/nvml_overhead.c \
 	"$B/libgpuslate.a" -ldl -lpthread || exit 1
 
 # stats FILE: median mean p90 of one number (ms) per line.

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Fills .devbuild (ignored by git, carried to the GPU machine) with the
+# release build and the bench helpers compiled here, so the GPU machine
+# needs no compiler or jansson: run after `make`.
+set -eu
+B=${GPUSLATE_BUILD:-build}
+D=.devbuild
+mkdir -p "$D/bench"
+cp "$B/gpuslate" "$B/libgpuslate.a" "$D/"
+for p in floor nvml_overhead drm_probe; do
+	cc -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O2 -Isrc -o "$D/bench/$p" "bench/gpu/$p.c" \
+		"$B/libgpuslate.a" -ldl -lpthread -lm
+done
