@@ -516,10 +516,12 @@ static int parse_smi_fields(const char *fields, bool gpu, const struct smi_field
 	return 0;
 }
 
-static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n, const struct smi_format *fmt)
+static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%s%s", i ? ", " : "", defs[i]->header, defs[i]->mib && fmt->units ? " [MiB]" : "");
+		/* nvidia-smi keeps " [MiB]" in the header with nounits: only
+		 * the values lose their unit (seen on an H200, docs/gpu-h200.md). */
+		fprintf(f, "%s%s%s", i ? ", " : "", defs[i]->header, defs[i]->mib ? " [MiB]" : "");
 	fputc('\n', f);
 }
 
@@ -536,7 +538,7 @@ static int smi_begin(FILE *f, const char *fields, const char *format, bool gpu, 
 	if (r < 0)
 		return r;
 	if (fmt->header)
-		smi_header(f, defs, *ret_n, fmt);
+		smi_header(f, defs, *ret_n);
 	return 0;
 }
 
@@ -601,7 +603,7 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 				break;
 			case F_MEM_USED: smi_mib(f, gp->mem_known, gp->mem_used, &fmt); break;
 			case F_MEM_FREE:
-				smi_mib(f, gp->mem_known, gp->mem_total - gp->mem_used - gp->mem_reserved, &fmt);
+				smi_mib(f, gp->mem_known, gp->mem_free, &fmt);
 				break;
 			default: break;
 			}
