@@ -9,6 +9,7 @@
 #include "out/reclaim_out.h"
 #include "out/status_out.h"
 #include "util/spawn.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -286,7 +287,7 @@ static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
 	else
 		gs_print_reclaim_report(mf, rep);
 	if (fclose(mf) == 0)
-		json_object_set_new(j, "output", json_stringn(text, len));
+		json_object_set_new(j, "output", gs_json_textn(text, len, GS_ESC_LINES));
 	free(text);
 }
 
@@ -321,8 +322,7 @@ static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 
 		if (cli->remote && cli->verbose)
 			add_remote_text(j, rep);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else {
 		gs_print_reclaim_report(stdout, rep);
@@ -428,7 +428,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	if (!wait_mode && !cli->json) {
 		gs_print_plan(stdout, &s, &plan);
 		if (no_match)
-			printf("%c%s.\n", toupper((unsigned char)no_match_msg[0]), no_match_msg + 1);
+			printf("%c%s.\n", toupper((unsigned char)no_match_msg[0]), GS_SAFE(no_match_msg + 1));
 	}
 	if (!wait_mode && cli->dry_run) {
 		rep.verdict = no_match ? "no-match" : "dry-run";
