@@ -118,10 +118,11 @@ void gs_cli_print_early_json(const struct gs_cli *cli, int status)
 			host[0] = '\0';
 		host[sizeof(host) - 1] = '\0';
 		json_object_set_new(j, "host", gs_json_text(host));
-		json_object_set_new(j, "summary", gs_json_text(summary));
 	}
 	json_object_set_new(j, "verdict", json_string(early_verdict(status)));
 	json_object_set_new(j, "exit_status", json_integer(status));
+	if (!cli->n_hosts || cli->remote)
+		json_object_set_new(j, "summary", gs_json_text(summary));
 	json_object_set_new(j, "error", gs_json_text(err));
 	json_object_set_new(j, "reason", gs_json_text(reason));
 	/* The lists a reclaim or status document has, empty: nothing was

@@ -354,6 +354,28 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 	return GS_HV_NOT_CLEAN;
 }
 
+/* A document of an early failure (docs/json.md): gpuslate ran on the host
+ * and stopped before it had anything to judge (a usage error, the lock of
+ * another reclaim, no driver, NVML failing or hung during discovery). The
+ * host failed, for the reason the document gives: "refused (exit 5):
+ * another gpuslate reclaim still holds the lock after 60 s". */
+static int judge_early_failure(struct gs_host_result *r, json_t *doc, json_t *err)
+{
+	const char *v = json_string_value(json_object_get(doc, "verdict"));
+	char *why = gs_text_dup(json_string_value(err), json_string_length(err), GS_LINE_BYTES);
+	char *word = v ? gs_text_dup(v, strlen(v), 20) : NULL;
+
+	for (char *p = word; p && *p; p++)
+		if (*p == '-')
+			*p = ' ';
+	r->failure = GS_HF_REMOTE_ERROR;
+	r->error = why ? xasprintf("%s (exit %d): %s", word && *word ? word : "gpuslate failed", r->exit_code, why)
+		       : NULL;
+	free(why);
+	free(word);
+	return r->error ? 0 : -ENOMEM;
+}
+
 static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs_merge_opts *m)
 {
 	const char *cmd = json_string_value(json_object_get(doc, "command"));
@@ -364,6 +386,8 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	long long mib;
 	size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
 
+	if (json_is_string(json_object_get(doc, "error")))
+		return judge_early_failure(r, doc, json_object_get(doc, "error"));
 	if (!cmd || !m->command || strcmp(cmd, m->command)) {
 		/* the remote's word is quoted sanitized, as all remote text */
 		char *safe = cmd ? gs_text_dup(cmd, strlen(cmd), 20) : NULL;

@@ -374,6 +374,51 @@ static void test_remote_failures(void **state)
 	expect_failure("reclaim", 139, NULL, NULL, GS_HF_REMOTE_ERROR, "gpuslate failed (exit 139)");
 }
 
+/* Real `gpuslate --remote reclaim -y --timeout 0.2` while another reclaim
+ * held the lock, and `gpuslate --remote status -g 7` on a 2-GPU host: the
+ * documents of early failures (docs/json.md), exit 5 and 2. */
+static const char reclaim_lock_refused[] =
+	"{\"schema_version\":1,\"tool\":\"gpuslate\",\"version\":\"0.1.0\",\"command\":\"reclaim\",\"host\":\"vm\","
+	"\"verdict\":\"refused\",\"exit_status\":5,\"summary\":\"gpuslate: another gpuslate reclaim still holds the "
+	"lock after 0 s\",\"error\":\"another gpuslate reclaim still holds the lock after 0 s\",\"reason\":\"gpuslate: "
+	"another gpuslate reclaim still holds the lock after 0 s\",\"gpus\":[],\"processes\":[],\"dry_run\":false,"
+	"\"unmatched\":[],\"plan\":null,\"units\":[],\"respawns\":[],\"interrupted\":false}\n";
+static const char status_usage_error[] =
+	"{\"schema_version\":1,\"tool\":\"gpuslate\",\"version\":\"0.1.0\",\"command\":\"status\",\"host\":\"vm\","
+	"\"verdict\":\"usage-error\",\"exit_status\":2,\"summary\":\"gpuslate: no GPU with index 7 (this host has 2 "
+	"GPUs)\",\"error\":\"no GPU with index 7 (this host has 2 GPUs)\",\"reason\":\"gpuslate: no GPU with index 7 "
+	"(this host has 2 GPUs)\",\"gpus\":[],\"processes\":[],\"warnings\":[]}\n";
+
+/* A host whose gpuslate stopped early is a failed host, with the reason its
+ * document gives, not "gpuslate failed (exit N)", and never "clean, 0 GPUs"
+ * (a status document with no GPUs and no processes would read clean). */
+static void test_remote_early_failure_documents(void **state)
+{
+	struct gs_host_result r;
+
+	(void)state;
+	expect_failure("reclaim", 5, reclaim_lock_refused,
+		       "gpuslate: another gpuslate reclaim still holds the lock after 0 s\n", GS_HF_REMOTE_ERROR,
+		       "refused (exit 5): another gpuslate reclaim still holds the lock after 0 s");
+	expect_failure("status", 2, status_usage_error, "gpuslate: no GPU with index 7 (this host has 2 GPUs)\n",
+		       GS_HF_REMOTE_ERROR, "usage error (exit 2): no GPU with index 7 (this host has 2 GPUs)");
+	judge(&r, "gpu15", "status", 2, status_usage_error, NULL);
+	assert_int_equal(r.verdict, GS_HV_FAILED);
+	assert_null(r.line);
+	gs_host_result_free(&r);
+	/* the host's words are escaped like every remote text */
+	expect_failure("reclaim", 3,
+		       "{\"schema_version\":1,\"command\":\"reclaim\",\"verdict\":\"driver-failure\",\"exit_status\":3,"
+		       "\"error\":\"no driver\\u001b[2J\\nVerdict: clean\"}",
+		       NULL, GS_HF_REMOTE_ERROR, "driver failure (exit 3): no driver\\x1b[2J\\x0aVerdict: clean");
+	/* an early document of a command the fleet did not ask for is still
+	 * the host's failure, with its reason */
+	expect_failure("wait", 2,
+		       "{\"schema_version\":1,\"command\":null,\"verdict\":\"usage-error\",\"exit_status\":2,"
+		       "\"error\":\"unknown option '--frob'\"}",
+		       NULL, GS_HF_REMOTE_ERROR, "usage error (exit 2): unknown option '--frob'");
+}
+
 /* Regression (merge.c classify_failure, fixed): "not found" / "No such file or directory"
  * anywhere in stderr with no stdout, at any exit status, is taken for a
  * missing gpuslate, before the "gpuslate ran and failed" case. A gpuslate
@@ -876,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_document_mismatches),
 		cmocka_unit_test(test_ssh_failures),
 		cmocka_unit_test(test_remote_failures),
+		cmocka_unit_test(test_remote_early_failure_documents),
 		cmocka_unit_test(test_remote_error_not_taken_for_missing),
 		cmocka_unit_test(test_bad_output),
 		cmocka_unit_test(test_control_characters),
