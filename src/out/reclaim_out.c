@@ -253,9 +253,11 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		}
 		for (size_t i = 0; i < st->n_procs; i++) {
 			const struct gs_proc_result *pr = &st->procs[i];
-			char sig[32];
+			/* comm in 16 columns; an escape is never cut (util/sanitize.h) */
+			char sig[32], cm[17];
 
-			fprintf(f, "  %8d  %-16.16s signals %-14s %s", (int)pr->pid, GS_SAFE(pr->comm),
+			fprintf(f, "  %8d  %-16s signals %-14s %s", (int)pr->pid,
+				gs_text_escape(cm, sizeof(cm), pr->comm, strlen(pr->comm), 0),
 				signals_text(pr->sent, sig, sizeof(sig)), gs_outcome_str(pr->outcome));
 			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
 			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)

@@ -8,9 +8,9 @@
 void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len)
 {
 	/* argv[0]'s directory is noise in a table: show its basename and the
-	 * arguments. */
-	const char *args = in->cmdline;
-	const char *sp = strchr(args, ' ');
+	 * arguments, which begin where argv[0] ends (argv[0] may hold spaces). */
+	size_t a0 = in->argv0_len <= strlen(in->cmdline) ? in->argv0_len : strlen(in->cmdline);
+	const char *sp = in->cmdline[a0] ? in->cmdline + a0 : NULL;
 
 	/* The process's own words: escaped for the terminal. */
 	if (!in->cmdline[0]) {
