@@ -185,11 +185,12 @@ static void sb_pid(struct sbuf *b, json_t *doc, json_int_t pid, bool first)
 	const char *c = comm_of(doc, pid);
 	char *safe = c ? gs_text_dup(c, strlen(c), 64) : NULL;
 
-	if (safe)
+	if (safe) {
 		sb_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
-	else
+		free(safe);
+	} else {
 		sb_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
-	free(safe);
+	}
 }
 
 /* status: not clean when a compute holder holds a selected GPU, or a GPU
