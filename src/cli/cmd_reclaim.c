@@ -8,7 +8,9 @@
 #include "core/verify.h"
 #include "out/reclaim_out.h"
 #include "out/status_out.h"
+#include "util/lockwait.h"
 #include "util/spawn.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -19,7 +21,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <time.h>
 
 static volatile sig_atomic_t interrupted;
@@ -32,13 +33,8 @@ static void on_interrupt(int sig)
 	interrupted = 1;
 }
 
-static void on_alarm(int sig)
-{
-	(void)sig;
-}
-
-/* No SA_RESTART: a blocking poll or flock returns EINTR so the loops see
- * the flag at once. */
+/* No SA_RESTART: a blocking poll returns EINTR so the loops see the flag
+ * at once. */
 static void install_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_interrupt };
@@ -47,9 +43,17 @@ static void install_handlers(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Said once, when the lock is taken by another reclaim. */
+static void lock_waiting(void *ud)
+{
+	const struct gs_cli *cli = ud;
+
+	if (!cli->quiet)
+		gs_warn("another gpuslate reclaim is running on this host; waiting up to %.0f s",
+			cli->timeout_ms / 1000.0);
 }
 
 /* One reclaim at a time per host: two would race over the same holders
@@ -58,7 +62,7 @@ static int take_lock(const struct gs_cli *cli, int *ret_fd)
 {
 	const char *path = getenv("GPUSLATE_LOCK_FILE");
 	char buf[256];
-	int fd;
+	int fd, r;
 
 	if (!path) {
 		if (access("/run", W_OK) == 0)
@@ -81,31 +85,14 @@ static int take_lock(const struct gs_cli *cli, int *ret_fd)
 		if (fstat(fd, &lst) == 0 && lst.st_uid == geteuid() && (lst.st_mode & 077))
 			(void)fchmod(fd, 0600); /* one made by an older version */
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		struct itimerval it = { 0 };
-		uint64_t ms = cli->timeout_ms ? cli->timeout_ms : 1;
-
-		if (errno != EWOULDBLOCK) {
-			close(fd);
-			return -errno;
-		}
-		if (!cli->quiet)
-			gs_warn("another gpuslate reclaim is running on this host; waiting up to %.0f s",
-				cli->timeout_ms / 1000.0);
-		it.it_value.tv_sec = (time_t)(ms / 1000);
-		it.it_value.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-		setitimer(ITIMER_REAL, &it, NULL);
-		while (flock(fd, LOCK_EX) < 0) {
-			if (errno != EINTR || interrupted || getitimer(ITIMER_REAL, &it) < 0 ||
-			    (!it.it_value.tv_sec && !it.it_value.tv_usec)) {
-				memset(&it, 0, sizeof(it));
-				setitimer(ITIMER_REAL, &it, NULL);
-				close(fd);
-				return -EBUSY;
-			}
-		}
-		memset(&it, 0, sizeof(it));
-		setitimer(ITIMER_REAL, &it, NULL);
+	r = gs_lock_wait(fd, path, cli->timeout_ms, &interrupted, lock_waiting, (void *)cli);
+	if (r < 0) {
+		if (r == -EINTR)
+			gs_err("interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
+		else if (r != -EBUSY)
+			gs_err("cannot lock '%s': %s", path, strerror(-r));
+		close(fd);
+		return r;
 	}
 	{
 		/* The holder's pid, for whoever waits on the lock. */
@@ -286,7 +273,7 @@ static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
 	else
 		gs_print_reclaim_report(mf, rep);
 	if (fclose(mf) == 0)
-		json_object_set_new(j, "output", json_stringn(text, len));
+		json_object_set_new(j, "output", gs_json_textn(text, len, GS_ESC_LINES));
 	free(text);
 }
 
@@ -321,8 +308,7 @@ static int emit(const struct gs_cli *cli, struct gs_reclaim_report *rep)
 
 		if (cli->remote && cli->verbose)
 			add_remote_text(j, rep);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else {
 		gs_print_reclaim_report(stdout, rep);
@@ -428,7 +414,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 	if (!wait_mode && !cli->json) {
 		gs_print_plan(stdout, &s, &plan);
 		if (no_match)
-			printf("%c%s.\n", toupper((unsigned char)no_match_msg[0]), no_match_msg + 1);
+			printf("%c%s.\n", toupper((unsigned char)no_match_msg[0]), GS_SAFE(no_match_msg + 1));
 	}
 	if (!wait_mode && cli->dry_run) {
 		rep.verdict = no_match ? "no-match" : "dry-run";

@@ -3,6 +3,7 @@
 #include "core/gpusel.h"
 #include "core/snapshot.h"
 #include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -128,6 +129,9 @@ int gs_cmd_status(const struct gs_cli *cli)
 	if (cli->json) {
 		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
 
+		if (no_driver)
+			gs_cli_json_failure(j, rc);
+
 		if (remote_wants_text(cli) && !no_driver) {
 			char *text = NULL;
 			size_t len = 0;
@@ -137,7 +141,7 @@ int gs_cmd_status(const struct gs_cli *cli)
 			if (mf && fclose(mf) != 0 && r == 0)
 				r = -ENOMEM;
 			if (r == 0)
-				json_object_set_new(j, "output", json_stringn(text, len));
+				json_object_set_new(j, "output", gs_json_textn(text, len, GS_ESC_LINES));
 			free(text);
 			if (r < 0) {
 				gs_err("%s", r == -ENOMEM ? "out of memory" : err);
@@ -147,8 +151,7 @@ int gs_cmd_status(const struct gs_cli *cli)
 				return r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
 			}
 		}
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else if (no_driver) {
 		/* Nothing to show but the error; Prometheus gets a valid

@@ -2,6 +2,8 @@
 #include "cli/cli.h"
 #include "core/gpusel.h"
 #include "core/snapshot.h"
+#include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -13,26 +15,135 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The first error line of this run: what a --json document of an early
+ * failure gives as its reason (gs_cli_print_early_json). */
+static char first_error[1024];
+/* A --json document reached stdout: an early failure adds none. */
+static bool json_printed;
+
+/* Messages carry names from outside (units, containers, filter values, NVML's
+ * and systemctl's words): the whole line is escaped (util/sanitize.h), so
+ * nothing in it reaches the terminal raw and it stays one line. */
+static void print_message(const char *prefix, const char *fmt, va_list ap, bool remember)
+{
+	char raw[2048], safe[2048];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	gs_safe(raw, safe, sizeof(safe));
+	fprintf(stderr, "%s%s\n", prefix, safe);
+	if (remember && !first_error[0])
+		gs_strlcpy(first_error, safe, sizeof(first_error));
+}
+
 void gs_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("gpuslate: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_message("gpuslate: ", fmt, ap, true);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void gs_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("gpuslate: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_message("gpuslate: warning: ", fmt, ap, false);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void gs_cli_print_json(json_t *doc)
+{
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	fputc('\n', stdout);
+	json_printed = true;
+}
+
+/* The verdict word of an early failure, from its exit status. */
+static const char *early_verdict(int status)
+{
+	switch (status) {
+	case GS_EXIT_USAGE: return "usage-error";
+	case GS_EXIT_DRIVER: return "driver-failure";
+	case GS_EXIT_REFUSED: return "refused";
+	default: return "error";
+	}
+}
+
+void gs_cli_json_failure(json_t *doc, int status)
+{
+	char err[1100];
+
+	if (first_error[0])
+		snprintf(err, sizeof(err), "gpuslate: %s", first_error);
+	else
+		snprintf(err, sizeof(err), "gpuslate: failed (exit %d)", status);
+	json_object_set_new(doc, "verdict", json_string(early_verdict(status)));
+	json_object_set_new(doc, "exit_status", json_integer(status));
+	json_object_set_new(doc, "reason", gs_json_text(err));
+}
+
+void gs_cli_print_early_json(const struct gs_cli *cli, int status)
+{
+	json_t *j = json_object();
+	char err[1100], summary[1200], reason[2400], host[256];
+
+	if (first_error[0])
+		snprintf(err, sizeof(err), "%s", first_error);
+	else
+		snprintf(err, sizeof(err), "gpuslate failed (exit %d)", status);
+	snprintf(summary, sizeof(summary), "gpuslate: %s", err);
+	if (cli->reason && *cli->reason)
+		snprintf(reason, sizeof(reason), "%s: %s", cli->reason, summary);
+	else
+		snprintf(reason, sizeof(reason), "%s", summary);
+	json_object_set_new(j, "schema_version", json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, "tool", json_string("gpuslate"));
+	json_object_set_new(j, "version", json_string(GS_VERSION));
+	json_object_set_new(j, "command", cli->cmd_name ? gs_json_text(cli->cmd_name) : json_null());
+	if (cli->n_hosts && !cli->remote) {
+		/* The fleet's document: no host ran, the counts are zero. */
+		static const char *const counts[] = { "hosts", "clean", "not_clean", "dry_run", "failed",
+						      "selection_gone", "no_match" };
+		json_t *sum = json_object();
+
+		for (size_t i = 0; i < GS_ARRAY_SIZE(counts); i++)
+			json_object_set_new(sum, counts[i], json_integer(0));
+		json_object_set_new(j, "interrupted", json_false());
+		json_object_set_new(j, "hosts", json_array());
+		json_object_set_new(j, "summary", sum);
+	} else {
+		if (gethostname(host, sizeof(host)) < 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		json_object_set_new(j, "host", gs_json_text(host));
+	}
+	json_object_set_new(j, "verdict", json_string(early_verdict(status)));
+	json_object_set_new(j, "exit_status", json_integer(status));
+	if (!cli->n_hosts || cli->remote)
+		json_object_set_new(j, "summary", gs_json_text(summary));
+	json_object_set_new(j, "error", gs_json_text(err));
+	json_object_set_new(j, "reason", gs_json_text(reason));
+	/* The lists a reclaim or status document has, empty: nothing was
+	 * discovered, planned or stopped. */
+	if (!cli->n_hosts || cli->remote) {
+		json_object_set_new(j, "gpus", json_array());
+		json_object_set_new(j, "processes", json_array());
+		if (cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT) {
+			json_object_set_new(j, "dry_run", json_boolean(cli->dry_run));
+			json_object_set_new(j, "unmatched", json_array());
+			json_object_set_new(j, "plan", json_null());
+			json_object_set_new(j, "units", json_array());
+			json_object_set_new(j, "respawns", json_array());
+			json_object_set_new(j, "interrupted", json_false());
+		} else if (cli->cmd == GS_CMD_STATUS) {
+			json_object_set_new(j, "warnings", json_array());
+		}
+	}
+	gs_cli_print_json(j);
+	json_decref(j);
+	fflush(stdout);
 }
 
 static void usage(FILE *f)
@@ -196,6 +307,23 @@ static int check_includes(const struct gs_cli *cli)
 	return 0;
 }
 
+/* The command word; false when it names none. */
+static bool set_command(struct gs_cli *cli, const char *word)
+{
+	static const struct {
+		const char *name;
+		enum gs_cmd cmd;
+	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT } };
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(cmds); i++)
+		if (!strcmp(word, cmds[i].name)) {
+			cli->cmd = cmds[i].cmd;
+			cli->cmd_name = cmds[i].name;
+			return true;
+		}
+	return false;
+}
+
 static int parse_args(int argc, char **argv, struct gs_cli *cli)
 {
 	unsigned used[0x200] = { 0 };
@@ -217,6 +345,18 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":g:u:ynqvw:x:f:hV", gs_cli_long_opts, &longindex)) != -1) {
 		uint32_t u32;
+
+		if (r < 0) {
+			/* After the error only one thing is asked of the rest
+			 * of the line: whether it wants its answer as JSON. */
+			if (c == OPT_JSON || c == OPT_REMOTE)
+				cli->json = true;
+			if (c == OPT_REMOTE)
+				cli->remote = true;
+			if (c == 'w')
+				cli->n_hosts++;
+			continue;
+		}
 
 		if (c > 0 && c < (int)GS_ARRAY_SIZE(used)) {
 			used[c]++;
@@ -306,26 +446,24 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 			r = -EINVAL;
 			break;
 		}
-		if (r < 0)
-			return r;
+	}
+	if (r < 0) {
+		/* For the document of the usage error: which command it was. */
+		if (optind < argc)
+			set_command(cli, argv[optind]);
+		return r;
 	}
 
 	if (optind >= argc) {
 		gs_err("no command given (status, reclaim or wait)");
 		return -EINVAL;
 	}
-	cli->cmd_name = argv[optind];
-	if (!strcmp(cli->cmd_name, "status"))
-		cli->cmd = GS_CMD_STATUS;
-	else if (!strcmp(cli->cmd_name, "reclaim"))
-		cli->cmd = GS_CMD_RECLAIM;
-	else if (!strcmp(cli->cmd_name, "wait"))
-		cli->cmd = GS_CMD_WAIT;
-	else if (!strcmp(cli->cmd_name, "help")) {
+	if (!strcmp(argv[optind], "help")) {
 		usage(stdout);
 		exit(GS_EXIT_CLEAN);
-	} else {
-		gs_err("unknown command '%s' (status, reclaim or wait)", cli->cmd_name);
+	}
+	if (!set_command(cli, argv[optind])) {
+		gs_err("unknown command '%s' (status, reclaim or wait)", argv[optind]);
 		return -EINVAL;
 	}
 	if (optind + 1 < argc) {
@@ -426,31 +564,44 @@ void gs_remote_watch_stdin(void)
 		pthread_detach(t);
 }
 
-int main(int argc, char **argv)
+static int run_command(struct gs_cli *cli, int argc, char **argv)
 {
-	struct gs_cli cli = { 0 };
-
-	if (parse_args(argc, argv, &cli) < 0) {
-		fputs("Try 'gpuslate --help' for more information.\n", stderr);
-		return GS_EXIT_USAGE;
-	}
-	if (cli.remote) {
-		if (cli.n_hosts) {
+	if (cli->remote) {
+		if (cli->n_hosts) {
 			gs_err("--remote cannot be combined with -w");
 			return GS_EXIT_USAGE;
 		}
 		gs_remote_watch_stdin();
-	} else if (cli.n_hosts) {
-		return gs_cmd_fleet(&cli, argc, argv);
+	} else if (cli->n_hosts) {
+		return gs_cmd_fleet(cli, argc, argv);
 	}
-	switch (cli.cmd) {
+	switch (cli->cmd) {
 	case GS_CMD_STATUS:
-		return gs_cmd_status(&cli);
+		return gs_cmd_status(cli);
 	case GS_CMD_RECLAIM:
-		return gs_cmd_reclaim(&cli);
+		return gs_cmd_reclaim(cli);
 	case GS_CMD_WAIT:
-		return gs_cmd_wait(&cli);
+		return gs_cmd_wait(cli);
 	default:
 		return GS_EXIT_USAGE;
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct gs_cli cli = { 0 };
+	int rc;
+
+	if (parse_args(argc, argv, &cli) < 0) {
+		fputs("Try 'gpuslate --help' for more information.\n", stderr);
+		rc = GS_EXIT_USAGE;
+	} else {
+		rc = run_command(&cli, argc, argv);
+	}
+	/* --json promises a document on every exit: a failure before the
+	 * command had one to print (a usage error, the lock, no driver, NVML
+	 * failing during discovery) prints the early one, with its reason. */
+	if (cli.json && rc != GS_EXIT_CLEAN && !json_printed)
+		gs_cli_print_early_json(&cli, rc);
+	return rc;
 }
