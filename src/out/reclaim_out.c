@@ -11,9 +11,18 @@ static void gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set, ch
 	gs_gpus_text(s, set, buf, len);
 }
 
+/* Why a SIGTERM would be dropped, as the plan and the report say it. */
+static const char *term_futile_text(enum gs_term_fate f)
+{
+	return f == GS_TERM_NS_INIT ? "PID 1 of its namespace without a SIGTERM handler" : "SIGTERM ignored";
+}
+
 static void action_text(const struct gs_plan *p, const struct gs_target *t, char *buf, size_t len)
 {
 	switch (t->action) {
+	case GS_ACT_KILL:
+		snprintf(buf, len, "%s: SIGKILL at once", term_futile_text(t->term));
+		break;
 	case GS_ACT_STOP_UNIT:
 		if (p->units[t->unit].container[0])
 			snprintf(buf, len, "stop unit %.200s in CT %.60s", p->units[t->unit].unit, p->units[t->unit].container);
@@ -242,6 +251,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			if (pr->outcome == GS_OUT_D_STATE)
 				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
 					pr->wchan[0] ? pr->wchan : "?");
+			if (pr->kill_at_once)
+				fprintf(f, " (%s: SIGKILL at once)", term_futile_text(pr->term));
 			fputc('\n', f);
 		}
 	}
@@ -332,6 +343,24 @@ static json_t *json_mib(bool known, uint64_t bytes)
 	return known ? json_integer((json_int_t)(bytes / GS_MIB)) : json_null();
 }
 
+static json_t *json_term_fate(enum gs_term_fate f)
+{
+	const char *t = gs_term_fate_str(f);
+
+	return t ? json_string(t) : json_null();
+}
+
+/* What the stop stage did, decided on the dispositions read just before
+ * signalling: the plan's kill may have become the ladder, and back. */
+static enum gs_action done_action(const struct gs_target *t, const struct gs_proc_result *pr)
+{
+	if (pr->kill_at_once)
+		return GS_ACT_KILL;
+	if (t->action == GS_ACT_KILL && (pr->sent & GS_SENT_TERM))
+		return GS_ACT_SIGNAL;
+	return t->action;
+}
+
 json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -384,6 +413,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "memory_mib", h ? json_mib(h->mem_known, h->mem_used) : json_null());
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
+			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
 			json_object_set_new(o, "unit", t->unit >= 0 ? json_string(p->units[t->unit].unit) : json_null());
 			json_object_set_new(o, "container", t->unit >= 0 && p->units[t->unit].container[0]
 							     ? json_string(p->units[t->unit].container) : json_null());
@@ -447,7 +477,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_array_append_new(sigs, json_string("SIGKILL"));
 			json_object_set_new(o, "pid", json_integer(pr->pid));
 			json_object_set_new(o, "comm", json_string(pr->comm));
-			json_object_set_new(o, "action", json_string(gs_action_str(p->targets[i].action)));
+			json_object_set_new(o, "action", json_string(gs_action_str(done_action(&p->targets[i], pr))));
+			json_object_set_new(o, "sigterm_dropped", json_term_fate(pr->term));
 			json_object_set_new(o, "signals", sigs);
 			json_object_set_new(o, "outcome", json_string(gs_outcome_str(pr->outcome)));
 			json_object_set_new(o, "exited_after_s", pr->exited_ms || pr->outcome == GS_OUT_EXITED_TERM ||
