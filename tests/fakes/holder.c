@@ -45,7 +45,7 @@ struct opts {
 	const char *kind;
 	bool client, ctl_only, fork_child, exit_after_fork, setsid, supervise, mem_unknown;
 	enum term_mode term;
-	bool block_term;
+	bool block_term, term_on_usr1;
 	unsigned int workers;
 	const char *ready_file;
 };
@@ -79,7 +79,7 @@ static void usage(void)
 	fputs("usage: gs-holder [--state DIR] [--dev-root DIR] [--gpu MINOR]... [--mib N]\n"
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term | --sigign-term |\n"
-	      "                 --term-default] [--block-term] [--setsid]\n"
+	      "                 --term-default] [--block-term] [--handle-term-on-usr1] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
 	      "                 [--mem-unknown] [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
@@ -165,13 +165,26 @@ static void on_term_carry_on(int sig)
 	(void)sig;
 }
 
+/* --handle-term-on-usr1: a process that installs its SIGTERM handler late
+ * (after gpuslate planned): from SIGUSR1 on, SIGTERM ends it. */
+static void on_usr1_install_term(int sig)
+{
+	struct sigaction sa;
+
+	(void)sig;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Only there so SIGCHLD interrupts sigsuspend(); reaping is done outside. */
 static void on_chld(int sig)
 {
 	(void)sig;
 }
 
-static void setup_signals(enum term_mode term, bool block_term, sigset_t *wait_mask)
+static void setup_signals(enum term_mode term, bool block_term, bool term_on_usr1, sigset_t *wait_mask)
 {
 	struct sigaction sa;
 	sigset_t block;
@@ -186,6 +199,11 @@ static void setup_signals(enum term_mode term, bool block_term, sigset_t *wait_m
 	}
 	if (sigaction(SIGTERM, &sa, NULL) < 0)
 		die("sigaction: %s", strerror(errno));
+	if (term_on_usr1) {
+		sa.sa_handler = on_usr1_install_term;
+		if (sigaction(SIGUSR1, &sa, NULL) < 0)
+			die("sigaction: %s", strerror(errno));
+	}
 	sa.sa_handler = on_chld;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	if (sigaction(SIGCHLD, &sa, NULL) < 0)
@@ -456,7 +474,7 @@ int main(int argc, char **argv)
 {
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SIGIGN_TERM, O_TERM_DEFAULT,
-	       O_BLOCK_TERM, O_SETSID,
+	       O_BLOCK_TERM, O_TERM_ON_USR1, O_SETSID,
 	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
@@ -474,6 +492,7 @@ int main(int argc, char **argv)
 		{ "sigign-term", no_argument, NULL, O_SIGIGN_TERM },
 		{ "term-default", no_argument, NULL, O_TERM_DEFAULT },
 		{ "block-term", no_argument, NULL, O_BLOCK_TERM },
+		{ "handle-term-on-usr1", no_argument, NULL, O_TERM_ON_USR1 },
 		{ "setsid", no_argument, NULL, O_SETSID },
 		{ "supervise", no_argument, NULL, O_SUPERVISE },
 		{ "ready-file", required_argument, NULL, O_READY_FILE },
@@ -511,6 +530,7 @@ int main(int argc, char **argv)
 		case O_SIGIGN_TERM: o.term = TERM_SIG_IGN; break;
 		case O_TERM_DEFAULT: o.term = TERM_DEFAULT; break;
 		case O_BLOCK_TERM: o.block_term = true; break;
+		case O_TERM_ON_USR1: o.term_on_usr1 = true; break;
 		case O_SETSID: o.setsid = true; break;
 		case O_SUPERVISE: o.supervise = true; break;
 		case O_READY_FILE: o.ready_file = optarg; break;
@@ -532,7 +552,7 @@ int main(int argc, char **argv)
 	if (o.setsid && setsid() < 0)
 		die("setsid: %s", strerror(errno));
 
-	setup_signals(o.term, o.block_term, &wait_mask);
+	setup_signals(o.term, o.block_term, o.term_on_usr1, &wait_mask);
 	if (o.supervise)
 		supervise(&o, &wait_mask);
 	run_holder(&o, &wait_mask);
