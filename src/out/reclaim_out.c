@@ -143,6 +143,14 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
 	return buf;
 }
 
+/* Every holder gone, memory above the baseline, and (more than the
+ * tolerance of) it held by no live process: only the driver keeps it. */
+static bool held_with_no_process(const struct gs_reclaim_report *r, const struct gs_gpu_verdict *gv)
+{
+	return !gv->clean && gv->unattributed && gv->n_held_by == 0 && gv->unowned_known &&
+	       gv->unowned > (r->plan ? r->plan->tolerance : 0);
+}
+
 void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;
@@ -198,7 +206,14 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		for (size_t k = 0; k < gv->n_held_by && off + 48 < len; k++)
 			off += (size_t)snprintf(buf + off, len - off, "%s%d (%s)", k ? ", " : ", held by ",
 						(int)gv->held_by[k], gv->held_comm[k]);
-		if (gv->holders_gone && off + 64 < len)
+		if (held_with_no_process(r, gv) && off + 160 < len) {
+			off += (size_t)snprintf(buf + off, len - off, ": %llu MiB held with no process",
+						(unsigned long long)(gv->unowned / GS_MIB));
+			if (gv->holders_gone)
+				off += (size_t)snprintf(buf + off, len - off, " %.1f s after its holders exited",
+							v->waited_ms / 1000.0);
+			off += (size_t)snprintf(buf + off, len - off, " (%s)", gs_unowned_why(r->before));
+		} else if (gv->holders_gone && off + 64 < len)
 			off += (size_t)snprintf(buf + off, len - off, ", not released %.1f s after its holders exited",
 						v->waited_ms / 1000.0);
 		else if (gv->unattributed && off + 40 < len)
@@ -293,6 +308,15 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					fprintf(f, ": memory above the baseline, no visible holder");
 				fputc('\n', f);
 			}
+		}
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu_verdict *gv = &v->gpus[g];
+			char held[512];
+
+			if (!held_with_no_process(r, gv))
+				continue;
+			gs_unowned_text(s, s->gpus[gv->gpu].index, gv->unowned, held, sizeof(held));
+			fprintf(f, "%s\n", held);
 		}
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
@@ -399,6 +423,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	json_object_set_new(j, "visibility",
+			    gs_json_visibility(s, p ? p->tolerance : GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 
 	if (p) {
 		for (size_t i = 0; i < p->n_targets; i++) {
@@ -524,6 +550,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 										 ? json_real(gv->released_ms / 1000.0) : json_null());
 				json_object_set_new(o, "held_by", held);
 				json_object_set_new(o, "unattributed", json_boolean(gv->unattributed));
+				json_object_set_new(o, "unowned_mib", json_mib(gv->unowned_known, gv->unowned));
 				{
 					json_t *others = json_array();
 
@@ -568,6 +595,12 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, "baseline_mib", json_mib(gp->mem_known, p->baseline[g]));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
 				gs_json_memory_basis(o, gp);
+				{
+					uint64_t unowned;
+					bool known = gs_snapshot_unowned(s, g, &unowned);
+
+					json_object_set_new(o, "unowned_mib", json_mib(known, unowned));
+				}
 				json_array_append_new(gpus, o);
 			}
 		}
