@@ -209,7 +209,7 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		if (held_with_no_process(r, gv) && off + 160 < len) {
 			off += (size_t)snprintf(buf + off, len - off, ": %llu MiB held with no process",
 						(unsigned long long)(gv->unowned / GS_MIB));
-			if (gv->holders_gone)
+			if (gv->holders_gone && r->plan && r->plan->n_targets)
 				off += (size_t)snprintf(buf + off, len - off, " %.1f s after its holders exited",
 							v->waited_ms / 1000.0);
 			off += (size_t)snprintf(buf + off, len - off, " (%s)", gs_unowned_why(r->before));
