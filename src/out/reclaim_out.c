@@ -147,8 +147,9 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
  * tolerance of) it held by no live process: only the driver keeps it. */
 static bool held_with_no_process(const struct gs_reclaim_report *r, const struct gs_gpu_verdict *gv)
 {
+	/* Interrupted: it did not stay, gpuslate stopped looking. */
 	return !gv->clean && gv->unattributed && gv->n_held_by == 0 && gv->unowned_known &&
-	       gv->unowned > (r->plan ? r->plan->tolerance : 0);
+	       gv->unowned > (r->plan ? r->plan->tolerance : 0) && r->verify && !r->verify->interrupted;
 }
 
 void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
