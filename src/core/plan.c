@@ -303,6 +303,7 @@ static bool left_for_safety(const struct gs_plan *p, pid_t pid)
  * those GPUs are not free. */
 static int compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
+	p->tolerance = tolerance * GS_MIB;
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
 		uint64_t keep = tolerance * GS_MIB;
 
@@ -544,7 +545,11 @@ next:
 		}
 	}
 
-	/* 5. A target whose SIGTERM the kernel would drop (ignored, or the
+	r = compute_baseline(p, s, sel->tolerance_mib);
+	if (r < 0)
+		goto fail;
+
+	/* Last: a target whose SIGTERM the kernel would drop (ignored, or the
 	 * init of its own PID namespace without a handler) gets SIGKILL at
 	 * once: the grace period could only be waited out. Units are still
 	 * stopped through their manager. */
@@ -554,11 +559,6 @@ next:
 		if (t->action != GS_ACT_STOP_UNIT && gs_term_futile(t->term))
 			t->action = GS_ACT_KILL;
 	}
-
-	p->tolerance = sel->tolerance_mib * GS_MIB;
-	r = compute_baseline(p, s, sel->tolerance_mib);
-	if (r < 0)
-		goto fail;
 	gs_filters_free(&f);
 	return 0;
 fail:
