@@ -12,6 +12,7 @@ const char *gs_action_str(enum gs_action a)
 	case GS_ACT_SIGNAL: return "signal";
 	case GS_ACT_SIGNAL_GROUP: return "signal-group";
 	case GS_ACT_STOP_UNIT: return "stop-unit";
+	case GS_ACT_KILL: return "kill";
 	}
 	return "unknown";
 }
@@ -131,11 +132,14 @@ static bool never_touch(const struct gs_pidstat *st, const struct gs_ptable *pt,
 	return false;
 }
 
-static int add_target(struct gs_plan *p, const struct gs_pidstat *st, int holder, enum gs_why why, pid_t why_pid)
+static int add_target(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_pidstat *st, int holder,
+		      enum gs_why why, pid_t why_pid)
 {
+	const struct gs_holder *h = holder >= 0 ? &s->holders[holder] : NULL;
 	struct gs_target t = {
 		.pid = st->pid, .starttime = st->starttime, .holder = holder,
 		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1,
+		.term = h && h->info_ok ? gs_pidstatus_term_fate(&h->info.status) : GS_TERM_UNKNOWN,
 	};
 
 	gs_strlcpy(t.comm, st->comm, sizeof(t.comm));
@@ -302,6 +306,7 @@ static bool left_for_safety(const struct gs_plan *p, pid_t pid)
  * those GPUs are not free. */
 static int compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
+	p->tolerance = tolerance * GS_MIB;
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
 		uint64_t keep = tolerance * GS_MIB;
 
@@ -513,7 +518,7 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
 			goto next;
 		}
-		r = add_target(p, st, (int)i, GS_WHY_HOLDER, 0);
+		r = add_target(p, s, st, (int)i, GS_WHY_HOLDER, 0);
 next:
 		if (r < 0)
 			goto fail;
@@ -539,7 +544,7 @@ next:
 				l->why = GS_LEAVE_OTHER_GPU;
 				continue;
 			}
-			r = add_target(p, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
+			r = add_target(p, s, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
 			if (r < 0)
 				goto fail;
 			memmove(l, l + 1, (p->n_left - k - 1) * sizeof(*l));
@@ -614,7 +619,7 @@ next:
 						goto fail;
 					continue;
 				}
-				r = add_target(p, st, hidx, GS_WHY_GROUP_MEMBER, leader);
+				r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
 				if (r < 0)
 					goto fail;
 				members++;
@@ -639,6 +644,17 @@ next:
 	r = compute_baseline(p, s, sel->tolerance_mib);
 	if (r < 0)
 		goto fail;
+
+	/* Last: a target whose SIGTERM the kernel would drop (ignored, or the
+	 * init of its own PID namespace without a handler) gets SIGKILL at
+	 * once: the grace period could only be waited out. Units are still
+	 * stopped through their manager. */
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+
+		if (t->action != GS_ACT_STOP_UNIT && gs_term_futile(t->term))
+			t->action = GS_ACT_KILL;
+	}
 	gs_filters_free(&f);
 	return 0;
 fail:

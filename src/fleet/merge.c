@@ -242,8 +242,14 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 		if (__builtin_add_overflow(protected_mib, (long long)(tol > LLONG_MAX ? LLONG_MAX : tol), &limit))
 			limit = LLONG_MAX;
 		if (first && json_is_integer(used) && json_integer_value(used) > limit) {
+			json_t *unowned = json_object_get(g, "unowned_mib");
+
 			sb_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
 				(long long)idx, (long long)json_integer_value(used));
+			/* the host's own account (docs/json.md): the driver's */
+			if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
+				sb_addf(why, ", %lld MiB held with no process (driver-held)",
+					(long long)json_integer_value(unowned));
 			v = GS_HV_NOT_CLEAN;
 		}
 	}
@@ -317,9 +323,13 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 			}
 			if (!json_array_size(held)) {
 				json_t *after = json_object_get(g, "memory_after_mib");
+				json_t *unowned = json_object_get(g, "unowned_mib");
 
 				if (json_is_integer(after))
 					sb_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
+				if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
+					sb_addf(why, ", %lld MiB held with no process (driver-held)",
+						(long long)json_integer_value(unowned));
 			}
 		}
 		json_array_foreach(json_object_get(doc, "respawns"), i, x) {
@@ -401,6 +411,7 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	}
 	if (!strcmp(cmd, "status")) {
 		r->verdict = judge_status(doc, r->exit_code, m->tolerance_mib, &why);
+		r->status_busy = r->verdict == GS_HV_NOT_CLEAN && r->exit_code == 0;
 		sum_mib(json_object_get(doc, "gpus"), "memory_used_mib", NULL, &known, &mib);
 		verdict = r->exit_code == 3 ? "driver failure" : NULL;
 	} else {
@@ -573,7 +584,10 @@ void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_flee
 	for (size_t i = 0; i < n; i++) {
 		switch (r[i].verdict) {
 		case GS_HV_CLEAN: ret->clean++; break;
-		case GS_HV_NOT_CLEAN: ret->not_clean++; break;
+		case GS_HV_NOT_CLEAN:
+			ret->not_clean++;
+			ret->busy += r[i].status_busy;
+			break;
 		case GS_HV_DRY_RUN: ret->dry_run++; break;
 		case GS_HV_SELECTION_GONE: ret->selection_gone++; break;
 		case GS_HV_NO_MATCH: ret->no_match++; break;
@@ -586,7 +600,7 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s)
 {
 	if (s->failed)
 		return 4;
-	if (s->not_clean)
+	if (s->not_clean > s->busy)
 		return 1;
 	if (s->selection_gone)
 		return 6;
@@ -741,6 +755,7 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "failed", json_integer((json_int_t)sum.failed));
 	json_object_set_new(sj, "selection_gone", json_integer((json_int_t)sum.selection_gone));
 	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
+	json_object_set_new(sj, "busy", json_integer((json_int_t)sum.busy));
 	json_object_set_new(j, "summary", sj);
 	json_object_set_new(j, "exit_status", json_integer(gs_fleet_exit_status(&sum)));
 	return j;
