@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "core/plan.h"
+#include "proc/freezer.h"
+#include "util/root.h"
 
 enum gs_outcome {
 	GS_OUT_PENDING,
@@ -26,6 +28,12 @@ enum gs_outcome {
 	GS_OUT_SURVIVED,         /* still alive after SIGKILL */
 	GS_OUT_INTERRUPTED,      /* not escalated: gpuslate was interrupted */
 	GS_OUT_DRIVER_FAILURE,   /* not escalated: the GPU driver failed (hung) meanwhile */
+	/* Alive, and no SIGKILL reached it: gpuslate could not signal it
+	 * (error says why: EMFILE, ENOMEM). Never taken for gone. */
+	GS_OUT_NOT_SIGNALLED,
+	/* Alive after SIGKILL because the cgroup freezer holds it (v1: the
+	 * SIGKILL is pending until thawed); frozen says which cgroup. */
+	GS_OUT_FROZEN,
 };
 
 enum {
@@ -41,6 +49,10 @@ struct gs_proc_result {
 	enum gs_outcome outcome;
 	char wchan[64];          /* for D state */
 	uint64_t exited_ms;      /* since the stop stage began, when it exited */
+	int error;               /* errno of the first signal that failed, 0 if none */
+	/* The freezer held it when it was signalled (and, for GS_OUT_FROZEN,
+	 * at the end); kind NONE otherwise. */
+	struct gs_frozen frozen;
 };
 
 struct gs_unit_result {
@@ -64,6 +76,9 @@ struct gs_stop_opts {
 	 * interrupted, since nothing can be verified any more. */
 	volatile sig_atomic_t *driver_failed;
 	bool have_pct;           /* pct exists (else lxc-attach for CT units) */
+	/* Where to look for the cgroup freezer (/proc, /sys); NULL: targets
+	 * are not checked for it. */
+	const struct gs_root *root;
 	/* Called every tick_ms while waiting on targets (memory polling). */
 	void (*tick)(void *ud);
 	void *tick_ud;

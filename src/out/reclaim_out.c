@@ -134,6 +134,33 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
 	return buf;
 }
 
+/* The holder behind stop result i, NULL when it was not one. */
+static const struct gs_holder *target_holder(const struct gs_reclaim_report *r, size_t i)
+{
+	const struct gs_target *t;
+
+	if (!r->plan || i >= r->plan->n_targets)
+		return NULL;
+	t = &r->plan->targets[i];
+	return t->holder >= 0 && (size_t)t->holder < r->before->n_holders ? &r->before->holders[t->holder] : NULL;
+}
+
+/* What thaws a frozen target: its runtime's own command for a docker or
+ * podman container (the runtime keeps its paused state), else the write to
+ * the freezer file. */
+static void thaw_text(const struct gs_frozen *fz, const struct gs_holder *h, char *buf, size_t len)
+{
+	const struct gs_owner *ow = h && h->info_ok ? &h->info.owner : NULL;
+	const char *value = fz->kind == GS_FREEZER_V1 ? "THAWED" : "0";
+
+	if (ow && (ow->kind == GS_OWNER_DOCKER || ow->kind == GS_OWNER_PODMAN) && ow->name[0])
+		snprintf(buf, len, "%s unpause %.100s", ow->kind == GS_OWNER_DOCKER ? "docker" : "podman", ow->name);
+	else if (fz->control[0])
+		snprintf(buf, len, "echo %s > %.1000s", value, fz->control);
+	else
+		snprintf(buf, len, "write %s to the freezer file of cgroup %.1000s", value, fz->cgroup);
+}
+
 void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;
@@ -242,6 +269,21 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			if (pr->outcome == GS_OUT_D_STATE)
 				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
 					pr->wchan[0] ? pr->wchan : "?");
+			if (pr->outcome == GS_OUT_NOT_SIGNALLED)
+				fprintf(f, " (still running: %s)",
+					pr->error ? strerror(pr->error) : "no SIGKILL could be sent");
+			if (pr->frozen.kind != GS_FREEZER_NONE) {
+				char thaw[1200];
+
+				thaw_text(&pr->frozen, target_holder(r, i), thaw, sizeof(thaw));
+				if (pr->outcome == GS_OUT_FROZEN)
+					fprintf(f, " (frozen by cgroup %s, %s: its SIGKILL is pending and ends it once"
+						" thawed: %s)", pr->frozen.cgroup, gs_freezer_str(pr->frozen.kind), thaw);
+				else
+					fprintf(f, " (frozen by cgroup %s, %s: SIGKILL without waiting for SIGTERM,"
+						" which cannot be handled before a thaw)", pr->frozen.cgroup,
+						gs_freezer_str(pr->frozen.kind));
+			}
 			fputc('\n', f);
 		}
 	}
@@ -454,6 +496,19 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 								   pr->outcome == GS_OUT_KILLED
 							 ? json_real(pr->exited_ms / 1000.0) : json_null());
 			json_object_set_new(o, "wchan", pr->wchan[0] ? json_string(pr->wchan) : json_null());
+			json_object_set_new(o, "error", pr->error ? json_string(strerror(pr->error)) : json_null());
+			if (pr->frozen.kind != GS_FREEZER_NONE) {
+				json_t *fz = json_object();
+				char thaw[1200];
+
+				thaw_text(&pr->frozen, target_holder(r, i), thaw, sizeof(thaw));
+				json_object_set_new(fz, "cgroup", json_string(pr->frozen.cgroup));
+				json_object_set_new(fz, "freezer", json_string(pr->frozen.kind == GS_FREEZER_V1 ? "v1" : "v2"));
+				json_object_set_new(fz, "thaw", json_string(thaw));
+				json_object_set_new(o, "frozen", fz);
+			} else {
+				json_object_set_new(o, "frozen", json_null());
+			}
 			json_array_append_new(procs, o);
 		}
 		json_object_set_new(j, "units", units);
