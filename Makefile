@@ -75,7 +75,7 @@ $(B)/fakes/r470/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
 
 $(B)/fakes/gs-holder: tests/fakes/holder.c
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKE_CFLAGS) -o $@ $<
+	$(CC) $(FAKE_CFLAGS) -o $@ $< -lpthread
 
 # A FUSE server that never answers: real uninterruptible sleeps (D state).
 $(B)/fakes/gs-hangfs: tests/fakes/hangfs.c
