@@ -75,7 +75,7 @@ $(B)/fakes/r470/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/gpu/nvml_abi.h
 
 $(B)/fakes/gs-holder: tests/fakes/holder.c
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKE_CFLAGS) -o $@ $<
+	$(CC) $(FAKE_CFLAGS) -o $@ $< -lpthread
 
 # A FUSE server that never answers: real uninterruptible sleeps (D state).
 $(B)/fakes/gs-hangfs: tests/fakes/hangfs.c
@@ -197,7 +197,7 @@ FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=
 	-fno-omit-frame-pointer -g -O1
 FUZZ_CFLAGS := $(CSTD) $(WARN) -Wno-unused-command-line-argument -Isrc -DGS_VERSION='"$(VERSION)"'
 FUZZ_TARGETS := pidstat pidstatus owner maps_line proc_devices nvidia_information hostlist \
-	inventory gpusel merge drm_fdinfo kfd_properties
+	inventory gpusel merge drm_fdinfo kfd_properties freezer_cgroup
 # The sources each parser needs, linked directly.
 FUZZ_SRC_pidstat := src/proc/procinfo.c src/proc/owner.c src/util/util.c
 FUZZ_SRC_pidstatus := $(FUZZ_SRC_pidstat)
@@ -211,6 +211,7 @@ FUZZ_SRC_gpusel := src/core/gpusel.c src/util/util.c
 FUZZ_SRC_merge := src/fleet/merge.c src/fleet/hostlist.c src/util/sanitize.c src/util/util.c
 FUZZ_SRC_drm_fdinfo := src/proc/drm_fdinfo.c src/util/pci.c src/util/util.c
 FUZZ_SRC_kfd_properties := src/gpu/kfd.c src/util/pci.c src/util/util.c
+FUZZ_SRC_freezer_cgroup := src/proc/freezer.c src/util/util.c
 FUZZ_MAXLEN_inventory := 16384
 FUZZ_MAXLEN_merge := 16384
 FUZZ_DICT_merge := -dict=tests/fuzz/json.dict

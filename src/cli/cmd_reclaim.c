@@ -488,6 +488,7 @@ static int run(const struct gs_cli *cli, bool wait_mode)
 				.interrupted = &interrupted,
 				.driver_failed = &driver_failed,
 				.have_pct = sel.have_pct,
+				.root = &d.root,
 			};
 
 			r = gs_stop_run(&plan, d.root.proc_fd, &so, &stop);

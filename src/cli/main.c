@@ -3,6 +3,7 @@
 #include "core/gpusel.h"
 #include "core/snapshot.h"
 #include "out/status_out.h"
+#include "util/fdlimit.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 
@@ -593,6 +594,10 @@ int main(int argc, char **argv)
 	struct gs_cli cli = { 0 };
 	int rc;
 
+	/* One pidfd per process stopped: the soft limit (often 1024) is no
+	 * bound on how many processes a host runs. The stop stage still
+	 * holds no more than what is left (gs_fdlimit_spare). */
+	(void)gs_fdlimit_raise();
 	if (parse_args(argc, argv, &cli) < 0) {
 		fputs("Try 'gpuslate --help' for more information.\n", stderr);
 		rc = GS_EXIT_USAGE;

@@ -78,6 +78,12 @@ static bool in_list(const char *const *list, size_t n, const char *s)
 	return false;
 }
 
+static bool claims_protection(const struct gs_procinfo *in)
+{
+	return gs_is_protected_name(in->st.comm, in->name) ||
+	       (in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name));
+}
+
 enum gs_protection gs_protection_of(const struct gs_procinfo *in)
 {
 	const struct gs_owner *o = &in->owner;
@@ -89,7 +95,7 @@ enum gs_protection gs_protection_of(const struct gs_procinfo *in)
 	/* A user's copy, hard link or symlink of any binary fails here: the
 	 * link resolves, a copy is the user's, a link to root's python3 is
 	 * not named so. */
-	exe_trusted = exe_named && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
+	exe_trusted = exe_named && in->exe_stat_ok && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
 	unit_trusted = o->kind == GS_OWNER_UNIT && !o->delegated &&
 		       in_list(protected_units, GS_ARRAY_SIZE(protected_units), o->name);
 	/* Even the real binary protects nothing when a user runs it: any
@@ -569,11 +575,34 @@ static void classify(struct gs_holder *h)
 		h->role = GS_ROLE_CLIENT;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The PIDs NVML listed (the holders so far), sorted, malloc'd. */
+static int listed_pids(const struct holder_vec *hv, pid_t **ret, size_t *ret_n)
+{
+	pid_t *v = malloc((hv->n ? hv->n : 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < hv->n; i++)
+		v[i] = hv->v[i].pid;
+	qsort(v, hv->n, sizeof(*v), cmp_pid);
+	*ret = v;
+	*ret_n = hv->n;
+	return 0;
+}
+
 int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 {
 	struct gs_scan_opts so = { .skip_pid = d->self, .read_maps = true };
 	struct gs_scan_result scan = { 0 };
 	struct holder_vec hv = { 0 };
+	pid_t *listed = NULL;
 	int r, gpu_r;
 
 	memset(s, 0, sizeof(*s));
@@ -602,7 +631,14 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 		d->n_full_snapshots++;
 	}
 
+	/* NVML's PIDs get the closer look (see gs_scan_opts.listed). */
+	r = listed_pids(&hv, &listed, &so.n_listed);
+	if (r < 0)
+		goto fail;
+	so.listed = listed;
 	r = gs_scan_holders(&d->root, &d->devs, &so, &scan);
+	free(listed);
+	listed = NULL;
 	if (r < 0)
 		goto fail;
 	s->n_scanned = scan.n_scanned;
@@ -654,6 +690,10 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 			h->alive = true;
 			if (gs_procinfo_read(fd, h->pid, &h->info) == 0) {
 				h->info_ok = true;
+				/* The executable's owner matters only to a claim of
+				 * protection; a stat can wait on its file system. */
+				if (claims_protection(&h->info))
+					(void)gs_procinfo_read_exe_stat(fd, &h->info);
 				if (gs_procinfo_read_cmdline(fd, &h->cmdline_full) == -ENOMEM) {
 					close(fd);
 					r = -ENOMEM;

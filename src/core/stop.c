@@ -1,6 +1,7 @@
 #include "core/stop.h"
 #include "proc/pidref.h"
 #include "util/audit.h"
+#include "util/fdlimit.h"
 #include "util/spawn.h"
 #include "util/util.h"
 
@@ -24,6 +25,8 @@ const char *gs_outcome_str(enum gs_outcome o)
 	case GS_OUT_SURVIVED: return "survived";
 	case GS_OUT_INTERRUPTED: return "interrupted";
 	case GS_OUT_DRIVER_FAILURE: return "driver-failure";
+	case GS_OUT_NOT_SIGNALLED: return "not-signalled";
+	case GS_OUT_FROZEN: return "frozen";
 	}
 	return "unknown";
 }
@@ -95,13 +98,38 @@ static void send_signal(struct gs_pidref *ref, int proc_fd, struct gs_proc_resul
 		pr->sent |= flag;
 	else if (r == -EPERM || r == -EACCES)
 		pr->outcome = GS_OUT_PERMISSION;
+	else if (r != -ESRCH && !pr->error)
+		/* Not sent (EMFILE opening a parked target's pidfd): the
+		 * target stays pending, and is never taken for gone. */
+		pr->error = -r;
+}
+
+/* Descriptors kept free while pidfds are held: pipes of the unit stops'
+ * child processes, /proc files read meanwhile, a parked target's pidfd. */
+#define STOP_FD_RESERVE 32u
+
+/* Pidfds held at once, within the open-file limit (gs_fdlimit_spare).
+ * Targets beyond it are parked (gs_pidref_park): verified, their pidfd
+ * closed, one opened again for each signal; they get a held slot back as
+ * others exit. */
+struct slots {
+	size_t held, budget;
+};
+
+/* With many parked targets, /proc/PID/stat is read for each on every
+ * beat: stretch the beat so that this stays a small load. */
+static uint64_t parked_beat_ms(size_t n_parked)
+{
+	return n_parked > 100 ? n_parked / 10 : 10;
 }
 
 /* Wait until every pending ref has exited or timeout_ms passed. Marks
  * exited ones with `outcome`. Returns when all are done, on timeout, or on
- * interruption. */
+ * interruption. Only targets with active[i] are waited on. A target that
+ * exits gives its pidfd back; parked ones take the free slots. */
 static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bool *active, size_t n,
-		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o)
+		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o,
+		      struct slots *sl)
 {
 	uint64_t deadline = gs_now_ms() + timeout_ms;
 	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
@@ -114,21 +142,37 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 		return;
 	}
 	for (;;) {
-		size_t m = 0;
+		size_t m = 0, parked = 0;
 		uint64_t now;
 		bool fallback = false;
 
 		for (size_t i = 0; i < n; i++) {
 			if (!active[i] || r->procs[i].outcome != GS_OUT_PENDING)
 				continue;
+			if (refs[i].parked && sl->held < sl->budget) {
+				int e = gs_pidref_unpark(&refs[i], proc_fd);
+
+				if (e == 0) {
+					sl->held++;
+				} else if (e == -ESRCH) {
+					/* Gone, or its PID now another process's:
+					 * either way ours exited. */
+					r->procs[i].outcome = outcome;
+					r->procs[i].exited_ms = since_ms(r);
+					continue;
+				}
+			}
 			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				/* One killed at once ends during the others' grace. */
 				r->procs[i].outcome = r->procs[i].sent & GS_SENT_KILL ? GS_OUT_KILLED : outcome;
 				r->procs[i].exited_ms = since_ms(r);
+				if (refs[i].pidfd >= 0 && gs_pidref_park(&refs[i]) == 0)
+					sl->held--;
 				continue;
 			}
 			if (refs[i].pidfd < 0)
 				fallback = true;
+			parked += refs[i].parked;
 			pfd[m].fd = refs[i].pidfd;
 			pfd[m].events = POLLIN;
 			idx[m++] = i;
@@ -149,7 +193,7 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 
 			/* Without pidfds nothing wakes us: re-check every 10 ms. */
 			if (fallback)
-				beat = 10;
+				beat = parked_beat_ms(parked);
 			if (o->tick && o->tick_ms && o->tick_ms < beat)
 				beat = o->tick_ms;
 			t = (int)(left > beat ? beat : left);
@@ -290,31 +334,25 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 	gs_run_result_free(&rr);
 }
 
-int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *r)
+/* Is the target held by the cgroup freezer now? Recorded in pr->frozen. */
+static bool check_frozen(const struct gs_stop_opts *o, struct gs_proc_result *pr)
 {
-	struct gs_pidref *refs;
-	bool *active;
-	size_t n = p->n_targets;
+	struct gs_frozen fz;
 
-	memset(r, 0, sizeof(*r));
-	r->started_ns = gs_now_ns();
-	r->procs = calloc(n ? n : 1, sizeof(*r->procs));
-	r->units = calloc(p->n_units ? p->n_units : 1, sizeof(*r->units));
-	refs = calloc(n ? n : 1, sizeof(*refs));
-	active = calloc(n ? n : 1, sizeof(*active));
-	if (!r->procs || !r->units || !refs || !active) {
-		free(refs);
-		free(active);
-		gs_stop_result_free(r);
-		return -ENOMEM;
-	}
-	r->n_procs = n;
-	r->n_units = p->n_units;
+	if (!o->root || gs_freezer_check(o->root, pr->pid, &fz) < 0 || fz.kind == GS_FREEZER_NONE)
+		return false;
+	pr->frozen = fz;
+	return true;
+}
 
-	/* Pin every target's identity first: a pidfd opened while the start
-	 * time recorded at discovery still matched. From here on a recycled PID
-	 * cannot be hit. */
-	for (size_t i = 0; i < n; i++) {
+/* Pin every target's identity: a pidfd opened while the start time recorded
+ * at discovery still matched. From here on a recycled PID cannot be hit.
+ * Only what the kernel says proves a target gone (ESRCH); any other failure
+ * leaves it alive and not signalled, with the reason. */
+static void pin_targets(const struct gs_plan *p, int proc_fd, struct gs_stop_result *r, struct gs_pidref *refs,
+			bool *active, struct slots *sl)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
 		struct gs_proc_result *pr = &r->procs[i];
 		int e;
@@ -323,15 +361,50 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		pr->pid = t->pid;
 		gs_strlcpy(pr->comm, t->comm, sizeof(pr->comm));
 		e = gs_pidref_open(&refs[i], proc_fd, t->pid, t->starttime);
-		if (e == -ESRCH)
+		if (e == -ESRCH) {
 			pr->outcome = pid_exists(proc_fd, t->pid) ? GS_OUT_PID_REUSED : GS_OUT_ALREADY_GONE;
-		else if (e == -EPERM || e == -EACCES)
+		} else if (e == -EPERM || e == -EACCES) {
 			pr->outcome = GS_OUT_PERMISSION;
-		else if (e < 0)
-			pr->outcome = GS_OUT_ALREADY_GONE;
-		else
+		} else if (e < 0) {
+			pr->outcome = GS_OUT_NOT_SIGNALLED;
+			pr->error = -e;
+		} else {
 			active[i] = true;
+			if (refs[i].pidfd < 0)
+				continue; /* no pidfds on this kernel: nothing held */
+			if (sl->held < sl->budget)
+				sl->held++;
+			else
+				(void)gs_pidref_park(&refs[i]);
+		}
 	}
+}
+
+int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *r)
+{
+	struct gs_pidref *refs;
+	bool *active, *waitable;
+	struct slots sl = { 0 };
+	size_t n = p->n_targets;
+
+	memset(r, 0, sizeof(*r));
+	r->started_ns = gs_now_ns();
+	r->procs = calloc(n ? n : 1, sizeof(*r->procs));
+	r->units = calloc(p->n_units ? p->n_units : 1, sizeof(*r->units));
+	refs = calloc(n ? n : 1, sizeof(*refs));
+	active = calloc(n ? n : 1, sizeof(*active));
+	waitable = calloc(n ? n : 1, sizeof(*waitable));
+	if (!r->procs || !r->units || !refs || !active || !waitable) {
+		free(refs);
+		free(active);
+		free(waitable);
+		gs_stop_result_free(r);
+		return -ENOMEM;
+	}
+	r->n_procs = n;
+	r->n_units = p->n_units;
+	sl.budget = gs_fdlimit_spare(STOP_FD_RESERVE);
+	pin_targets(p, proc_fd, r, refs, active, &sl);
 
 	/* Units first: a kill from outside would trigger Restart=. */
 	for (size_t u = 0; u < p->n_units && !interrupted(o); u++) {
@@ -385,15 +458,22 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		if (pr->outcome == GS_OUT_PENDING)
 			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
 	}
+	/* A frozen target cannot run a SIGTERM handler until its cgroup is
+	 * thawed: waiting the grace period for it is waiting for nothing.
+	 * gpuslate does not thaw it (that resumes every process of the
+	 * cgroup, selected or not, and undoes someone's pause); SIGKILL
+	 * follows at once, which ends a frozen task on cgroup v2. The grace
+	 * period is for those that got SIGTERM: when every target was killed
+	 * at once (or is frozen), only the wait after SIGKILL. */
 	{
-		/* The grace period is for those that got SIGTERM: when every
-		 * target was killed at once, only the wait after SIGKILL. */
 		bool any_term = false;
 
-		for (size_t i = 0; i < n; i++)
-			any_term |= (r->procs[i].sent & GS_SENT_TERM) != 0;
+		for (size_t i = 0; i < n; i++) {
+			waitable[i] = active[i] && r->procs[i].outcome == GS_OUT_PENDING && !check_frozen(o, &r->procs[i]);
+			any_term |= waitable[i] && (r->procs[i].sent & GS_SENT_TERM) != 0;
+		}
 		if (any_term && !interrupted(o))
-			wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o);
+			wait_refs(refs, r, waitable, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &sl);
 	}
 
 	for (size_t i = 0; i < n && !interrupted(o); i++) {
@@ -403,8 +483,13 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			continue;
 		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGKILL, GS_SENT_KILL);
 	}
+	/* On cgroup v1 the freezer holds SIGKILL too, until the thaw: those
+	 * targets are not waited on either. */
+	for (size_t i = 0; i < n; i++)
+		waitable[i] = active[i] && r->procs[i].frozen.kind != GS_FREEZER_V1;
 	if (!interrupted(o))
-		wait_refs(refs, r, active, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o);
+		wait_refs(refs, r, waitable, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o,
+			  &sl);
 
 	for (size_t i = 0; i < n; i++) {
 		struct gs_proc_result *pr = &r->procs[i];
@@ -420,6 +505,13 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 				pr->exited_ms = since_ms(r);
 			} else if (interrupted(o) && !(pr->sent & GS_SENT_KILL)) {
 				pr->outcome = user_interrupted(o) ? GS_OUT_INTERRUPTED : GS_OUT_DRIVER_FAILURE;
+			} else if (!(pr->sent & GS_SENT_KILL)) {
+				/* Alive, and our SIGKILL never left: not "survived". */
+				pr->outcome = GS_OUT_NOT_SIGNALLED;
+			} else if (check_frozen(o, pr)) {
+				/* v1 holds it in state D, but a thaw frees it, not
+				 * a GPU reset. */
+				pr->outcome = GS_OUT_FROZEN;
 			} else {
 				read_wchan(proc_fd, pr->pid, pr->wchan, sizeof(pr->wchan), &state);
 				pr->outcome = state == 'D' ? GS_OUT_D_STATE : GS_OUT_SURVIVED;
@@ -430,5 +522,6 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	r->interrupted = user_interrupted(o);
 	free(refs);
 	free(active);
+	free(waitable);
 	return 0;
 }

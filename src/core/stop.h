@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "core/plan.h"
+#include "proc/freezer.h"
+#include "util/root.h"
 
 enum gs_outcome {
 	GS_OUT_PENDING,
@@ -28,6 +30,12 @@ enum gs_outcome {
 	GS_OUT_SURVIVED,         /* still alive after SIGKILL */
 	GS_OUT_INTERRUPTED,      /* not escalated: gpuslate was interrupted */
 	GS_OUT_DRIVER_FAILURE,   /* not escalated: the GPU driver failed (hung) meanwhile */
+	/* Alive, and no SIGKILL reached it: gpuslate could not signal it
+	 * (error says why: EMFILE, ENOMEM). Never taken for gone. */
+	GS_OUT_NOT_SIGNALLED,
+	/* Alive after SIGKILL because the cgroup freezer holds it (v1: the
+	 * SIGKILL is pending until thawed); frozen says which cgroup. */
+	GS_OUT_FROZEN,
 };
 
 enum {
@@ -47,6 +55,10 @@ struct gs_proc_result {
 	 * futile ones got SIGKILL at once, without SIGTERM or grace. */
 	enum gs_term_fate term;
 	bool kill_at_once;
+	int error;               /* errno of the first signal that failed, 0 if none */
+	/* The freezer held it when it was signalled (and, for GS_OUT_FROZEN,
+	 * at the end); kind NONE otherwise. */
+	struct gs_frozen frozen;
 };
 
 struct gs_unit_result {
@@ -70,6 +82,9 @@ struct gs_stop_opts {
 	 * interrupted, since nothing can be verified any more. */
 	volatile sig_atomic_t *driver_failed;
 	bool have_pct;           /* pct exists (else lxc-attach for CT units) */
+	/* Where to look for the cgroup freezer (/proc, /sys); NULL: targets
+	 * are not checked for it. */
+	const struct gs_root *root;
 	/* Called every tick_ms while waiting on targets (memory polling). */
 	void (*tick)(void *ud);
 	void *tick_ud;

@@ -148,6 +148,33 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
 	return buf;
 }
 
+/* The holder behind stop result i, NULL when it was not one. */
+static const struct gs_holder *target_holder(const struct gs_reclaim_report *r, size_t i)
+{
+	const struct gs_target *t;
+
+	if (!r->plan || i >= r->plan->n_targets)
+		return NULL;
+	t = &r->plan->targets[i];
+	return t->holder >= 0 && (size_t)t->holder < r->before->n_holders ? &r->before->holders[t->holder] : NULL;
+}
+
+/* What thaws a frozen target: its runtime's own command for a docker or
+ * podman container (the runtime keeps its paused state), else the write to
+ * the freezer file. */
+static void thaw_text(const struct gs_frozen *fz, const struct gs_holder *h, char *buf, size_t len)
+{
+	const struct gs_owner *ow = h && h->info_ok ? &h->info.owner : NULL;
+	const char *value = fz->kind == GS_FREEZER_V1 ? "THAWED" : "0";
+
+	if (ow && (ow->kind == GS_OWNER_DOCKER || ow->kind == GS_OWNER_PODMAN) && ow->name[0])
+		snprintf(buf, len, "%s unpause %.100s", ow->kind == GS_OWNER_DOCKER ? "docker" : "podman", ow->name);
+	else if (fz->control[0])
+		snprintf(buf, len, "echo %s > %.1000s", value, fz->control);
+	else
+		snprintf(buf, len, "write %s to the freezer file of cgroup %.1000s", value, fz->cgroup);
+}
+
 /* Every holder gone, memory above the baseline, and (more than the
  * tolerance of) it held by no live process: only the driver keeps it. */
 static bool held_with_no_process(const struct gs_reclaim_report *r, const struct gs_gpu_verdict *gv)
@@ -294,6 +321,21 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					pr->wchan[0] ? GS_SAFE(pr->wchan) : "?");
 			if (pr->kill_at_once)
 				fprintf(f, " (%s: SIGKILL at once)", term_futile_text(pr->term));
+			if (pr->outcome == GS_OUT_NOT_SIGNALLED)
+				fprintf(f, " (still running: %s)",
+					pr->error ? strerror(pr->error) : "no SIGKILL could be sent");
+			if (pr->frozen.kind != GS_FREEZER_NONE) {
+				char thaw[1200];
+
+				thaw_text(&pr->frozen, target_holder(r, i), thaw, sizeof(thaw));
+				if (pr->outcome == GS_OUT_FROZEN)
+					fprintf(f, " (frozen by cgroup %s, %s: its SIGKILL is pending and ends it once"
+						" thawed: %s)", GS_SAFE(pr->frozen.cgroup), gs_freezer_str(pr->frozen.kind), GS_SAFE(thaw));
+				else
+					fprintf(f, " (frozen by cgroup %s, %s: SIGKILL without waiting for SIGTERM,"
+						" which cannot be handled before a thaw)", GS_SAFE(pr->frozen.cgroup),
+						gs_freezer_str(pr->frozen.kind));
+			}
 			fputc('\n', f);
 		}
 	}
@@ -544,6 +586,19 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 								   pr->outcome == GS_OUT_KILLED
 							 ? json_real(pr->exited_ms / 1000.0) : json_null());
 			json_object_set_new(o, "wchan", pr->wchan[0] ? gs_json_text(pr->wchan) : json_null());
+			json_object_set_new(o, "error", pr->error ? json_string(strerror(pr->error)) : json_null());
+			if (pr->frozen.kind != GS_FREEZER_NONE) {
+				json_t *fz = json_object();
+				char thaw[1200];
+
+				thaw_text(&pr->frozen, target_holder(r, i), thaw, sizeof(thaw));
+				json_object_set_new(fz, "cgroup", gs_json_text(pr->frozen.cgroup));
+				json_object_set_new(fz, "freezer", json_string(pr->frozen.kind == GS_FREEZER_V1 ? "v1" : "v2"));
+				json_object_set_new(fz, "thaw", gs_json_text(thaw));
+				json_object_set_new(o, "frozen", fz);
+			} else {
+				json_object_set_new(o, "frozen", json_null());
+			}
 			json_array_append_new(procs, o);
 		}
 		json_object_set_new(j, "units", units);

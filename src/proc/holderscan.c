@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <linux/kcmp.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@ struct gs_dirent64 {
 
 #define DIRBUF_SIZE (32 * 1024)
 #define MAPSBUF_SIZE (64 * 1024)
+#define LINKBUF_SIZE PATH_MAX
 
 /* Work shared by the scan threads. The caller's devset is only appended to
  * (gs_devset_add), under mu; each worker classifies against its own copy
@@ -35,6 +38,12 @@ struct scan_shared {
 	int proc_fd;
 	bool read_maps;
 	pid_t skip_pid;
+	const pid_t *nvml_pids; /* sorted; gs_scan_opts' listed */
+	size_t n_nvml_pids;
+	/* The dev root as /proc/PID/fd links write it (symlinks resolved). */
+	char dev_prefix[PATH_MAX];
+	/* PIDs under proc_fd are ours (kcmp can compare their threads). */
+	bool own_pidns;
 	/* The pid queue: filled by the lister while the workers already scan. */
 	pthread_mutex_t qmu;
 	pthread_cond_t qcond;
@@ -51,6 +60,7 @@ struct scan_worker {
 	struct gs_devset view; /* private copy of sh->ds */
 	char *fdbuf;           /* getdents64 of one fd directory, reused */
 	char *mapsbuf;         /* one read window of a maps file, reused */
+	char *linkbuf;         /* one fd's link text, reused */
 	struct gs_scan_proc *procs;
 	size_t n_procs, cap_procs;
 	pid_t *denied;
@@ -71,6 +81,33 @@ static bool is_fatal(int e)
 {
 	/* Our own resource problems: a scan that hides them could miss holders. */
 	return e == ENOMEM || e == EMFILE || e == ENFILE;
+}
+
+bool gs_scan_link_is_candidate(const char *link, size_t len, const char *dev_prefix)
+{
+	size_t n = dev_prefix ? strlen(dev_prefix) : 0;
+
+	if (len >= 5 && !memcmp(link, "/dev/", 5))
+		return true;
+	/* A dev root of "/" (or "") would make every path a candidate. */
+	return n > 1 && len > n && !memcmp(link, dev_prefix, n) && link[n] == '/';
+}
+
+static bool is_listed(const struct scan_shared *sh, pid_t pid)
+{
+	size_t lo = 0, hi = sh->n_nvml_pids;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sh->nvml_pids[mid] == pid)
+			return true;
+		if (sh->nvml_pids[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
 }
 
 static ssize_t getdents(int fd, char *buf, size_t size)
@@ -323,15 +360,34 @@ static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, s
 			struct stat st;
 			enum gs_node_kind k;
 			unsigned minor = 0;
+			ssize_t len;
 			int r;
 
 			off += de->d_reclen;
 			if (de->d_name[0] < '0' || de->d_name[0] > '9')
 				continue;
 			entries++;
-			/* Follows the magic link to the open file. DONT_SYNC: a
-			 * network or FUSE file must not make the scan wait on its
-			 * server; our nodes' identities never need revalidation. */
+			/* The link text comes from the kernel's dentry cache and
+			 * never reaches the file's file system; a stat through it
+			 * can (NFS revalidates a path reached through a link, a
+			 * FUSE file without DONT_SYNC asks its server), and a hung
+			 * server would hang the scan. Only device-node paths are
+			 * stat'ed. (A cut link still has its prefix.) */
+			len = readlinkat(fd_dir, de->d_name, w->linkbuf, LINKBUF_SIZE);
+			if (len < 0) {
+				int e = errno;
+
+				if (e == EACCES || e == EPERM)
+					denied = true;
+				else if (is_fatal(e))
+					return -e;
+				continue; /* closed meanwhile */
+			}
+			if (!gs_scan_link_is_candidate(w->linkbuf, (size_t)len, w->sh->dev_prefix))
+				continue;
+			/* Follows the magic link to the open file. DONT_SYNC: even
+			 * under /dev, nothing waits on a server; our nodes'
+			 * identities never need revalidation. */
 			if (statx(fd_dir, de->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0) {
 				int e = errno;
 
@@ -380,7 +436,8 @@ static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, s
  * files or mm while its other threads run on: read those through the first
  * other thread whose fd table lists anything. On success *ret_fd_dir is that
  * thread's fd directory (caller closes), or -1 when there is none. */
-static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_scan_proc *p, int *ret_fd_dir)
+static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_scan_proc *p, int *ret_fd_dir,
+			pid_t *ret_tid)
 {
 	_cleanup_close_ int task_fd = -1;
 	char buf[4096];
@@ -416,6 +473,7 @@ static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_
 			r = scan_fds(w, tfd, p, &entries);
 			if (r == 0 && entries > 0) {
 				*ret_fd_dir = tfd;
+				*ret_tid = tid;
 				return 0;
 			}
 			close(tfd);
@@ -425,6 +483,79 @@ static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_
 			*p = (struct gs_scan_proc){ .pid = pid };
 		}
 	}
+}
+
+/* Fd tables compared with kcmp at most, per process: beyond that (threads
+ * that each made their own), every further thread's table is read. */
+#define SEEN_TABLES_MAX 16
+
+/* Has tid the same fd table as one of seen[0..n)? Only asked where our
+ * PIDs are the proc root's (kcmp takes PIDs of our namespace). */
+static bool table_seen(const struct scan_worker *w, const pid_t *seen, size_t n, pid_t tid)
+{
+	if (!w->sh->own_pidns)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (syscall(SYS_kcmp, seen[k], tid, KCMP_FILES, 0, 0) == 0)
+			return true;
+	/* Different, or kcmp refused (EPERM, ENOSYS): read the table. */
+	return false;
+}
+
+/* The threads of a listed process that have an fd table of their own
+ * (unshare(CLONE_FILES) in a thread): what they hold, the process holds.
+ * first is the thread whose table was read already. Returns 0, -ESRCH,
+ * -EACCES (some table unreadable) or a fatal -errno. */
+static int scan_own_tables(struct scan_worker *w, int fd_dir, pid_t first, struct gs_scan_proc *p)
+{
+	_cleanup_close_ int task_fd = -1;
+	pid_t seen[SEEN_TABLES_MAX];
+	size_t n_seen = 0;
+	bool denied = false;
+	char buf[4096];
+
+	task_fd = openat(fd_dir, "../task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (task_fd < 0)
+		return is_gone(errno) ? -ESRCH : is_fatal(errno) ? -errno : -EACCES;
+	seen[n_seen++] = first;
+	for (;;) {
+		ssize_t n = getdents(task_fd, buf, sizeof(buf));
+
+		if (n < 0)
+			return is_fatal((int)-n) ? (int)n : 0;
+		if (n == 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			struct gs_dirent64 *de = (struct gs_dirent64 *)(buf + off);
+			_cleanup_close_ int tfd = -1;
+			char path[32];
+			size_t entries = 0;
+			pid_t tid;
+			int r;
+
+			off += de->d_reclen;
+			if (!all_digits(de->d_name) || gs_parse_pid(de->d_name, &tid) < 0 || tid == first)
+				continue;
+			if (table_seen(w, seen, n_seen, tid))
+				continue;
+			snprintf(path, sizeof(path), "%d/fd", (int)tid);
+			tfd = openat(task_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (tfd < 0) {
+				if (is_fatal(errno))
+					return -errno;
+				denied |= errno == EACCES || errno == EPERM;
+				continue; /* a thread that ended */
+			}
+			r = scan_fds(w, tfd, p, &entries);
+			if (r == -EACCES)
+				denied = true;
+			else if (r < 0 && r != -ESRCH)
+				return r;
+			if (n_seen < SEEN_TABLES_MAX)
+				seen[n_seen++] = tid;
+		}
+	}
+	return denied ? -EACCES : 0;
 }
 
 static int push_denied(struct scan_worker *w, pid_t pid)
@@ -457,12 +588,19 @@ static int push_proc(struct scan_worker *w, const struct gs_scan_proc *p)
 	return 0;
 }
 
+static bool found_any(const struct gs_scan_proc *p)
+{
+	return p->n_fds || !gs_minorset_empty(&p->map_gpus) || p->map_ctl || p->map_uvm;
+}
+
 static int scan_pid(struct scan_worker *w, pid_t pid)
 {
 	_cleanup_close_ int fd_dir = -1;
 	_cleanup_close_ int thread_fd_dir = -1;
 	struct gs_scan_proc p = { .pid = pid };
 	size_t entries = 0;
+	pid_t first = pid;
+	bool listed = is_listed(w->sh, pid), denied = false;
 	char path[32];
 	int r;
 
@@ -485,10 +623,20 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 	w->n_scanned++;
 	r = scan_fds(w, fd_dir, &p, &entries);
 	if (r == 0 && entries == 0)
-		r = scan_threads(w, fd_dir, pid, &p, &thread_fd_dir);
+		r = scan_threads(w, fd_dir, pid, &p, &thread_fd_dir, &first);
+	/* NVML names this PID: a thread may hold the device in a table of
+	 * its own, which neither of the above read. */
+	if (listed && (r == 0 || r == -EACCES)) {
+		int e = scan_own_tables(w, fd_dir, first, &p);
+
+		if (e == -EACCES)
+			denied = true;
+		else if (e < 0)
+			r = e;
+	}
 	if (r == -ESRCH)
 		return 0;
-	if (r == -EACCES) {
+	if (r == -EACCES || denied) {
 		/* Reported as denied; NVIDIA fds seen before a refused one
 		 * still make it a holder. */
 		r = push_denied(w, pid);
@@ -497,7 +645,10 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 	} else if (r < 0) {
 		return r;
 	}
-	if (p.n_fds == 0)
+	/* Maps are read where an NVIDIA fd was seen, and for every PID NVML
+	 * lists: a process may map the node and close its fds, and the
+	 * mapping (its CUDA context) is what keeps the memory. */
+	if (p.n_fds == 0 && !listed)
 		return 0;
 	if (w->sh->read_maps) {
 		r = scan_maps(w, thread_fd_dir >= 0 ? thread_fd_dir : fd_dir, &p);
@@ -506,6 +657,8 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 		if (r < 0)
 			return r;
 	}
+	if (!found_any(&p))
+		return 0;
 	return push_proc(w, &p);
 }
 
@@ -646,10 +799,11 @@ static int worker_init(struct scan_worker *w, struct scan_shared *sh)
 	w->view.nvidia_major = sh->ds->nvidia_major;
 	w->view.uvm_major = sh->ds->uvm_major;
 	w->view.caps_major = sh->ds->caps_major;
-	w->fdbuf = malloc(DIRBUF_SIZE + MAPSBUF_SIZE);
+	w->fdbuf = malloc(DIRBUF_SIZE + MAPSBUF_SIZE + LINKBUF_SIZE);
 	if (!w->fdbuf)
 		return -ENOMEM;
 	w->mapsbuf = w->fdbuf + DIRBUF_SIZE;
+	w->linkbuf = w->mapsbuf + MAPSBUF_SIZE;
 	/* Not yet shared with any thread: no lock needed for the first copy. */
 	return view_sync_locked(w);
 }
@@ -703,6 +857,36 @@ static int collect(struct scan_worker *workers, unsigned n, struct gs_scan_resul
 	return 0;
 }
 
+/* The dev root as the kernel writes paths under it in fd links: its
+ * directory fd's own link (symlinks in --dev-root resolved), else as given. */
+static void dev_prefix(const struct gs_root *root, char *buf, size_t len)
+{
+	char self[64];
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", root->dev_fd);
+	n = root->dev_fd >= 0 ? readlink(self, buf, len - 1) : -1;
+	if (n > 0 && (size_t)n < len - 1) {
+		buf[n] = '\0';
+		return;
+	}
+	gs_strlcpy(buf, root->dev_path, len);
+}
+
+/* Do the PIDs under the proc root name the processes our own syscalls
+ * name (not a fixture tree, not another namespace's /proc)? */
+static bool own_pidns(const struct gs_root *root)
+{
+	char buf[32];
+	ssize_t n = readlinkat(root->proc_fd, "self", buf, sizeof(buf) - 1);
+	pid_t pid;
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return gs_parse_pid(buf, &pid) == 0 && pid == getpid();
+}
+
 int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 		    const struct gs_scan_opts *opts, struct gs_scan_result *ret)
 {
@@ -731,6 +915,10 @@ int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 	sh.proc_fd = root->proc_fd;
 	sh.read_maps = opts->read_maps;
 	sh.skip_pid = opts->skip_pid;
+	sh.nvml_pids = opts->listed;
+	sh.n_nvml_pids = opts->listed ? opts->n_listed : 0;
+	dev_prefix(root, sh.dev_prefix, sizeof(sh.dev_prefix));
+	sh.own_pidns = own_pidns(root);
 	atomic_init(&sh.error, 0);
 	r = -pthread_mutex_init(&sh.mu, NULL);
 	if (r < 0)

@@ -1,6 +1,10 @@
 /* One pass over /proc finding every process that holds an NVIDIA device node:
- * open fds (fstatat on /proc/PID/fd/N) and, for processes with such fds,
- * mappings in /proc/PID/maps. Races (processes exiting mid-scan) are normal and
+ * open fds (the link /proc/PID/fd/N, then a stat of those under /dev or the
+ * dev root) and, for processes with such fds, mappings in /proc/PID/maps.
+ * The PIDs NVML lists get a closer look: their mappings are read even
+ * without an NVIDIA fd (a holder that mapped the node and closed the fd),
+ * and the fd tables of their threads that have their own
+ * (unshare(CLONE_FILES)). Races (processes exiting mid-scan) are normal and
  * skipped; permission errors are counted and reported, never hidden. */
 #ifndef GS_HOLDERSCAN_H
 #define GS_HOLDERSCAN_H
@@ -51,11 +55,22 @@ struct gs_scan_result {
 struct gs_scan_opts {
 	pid_t skip_pid;              /* our own pid: never reported (0: none) */
 	bool read_maps;              /* read /proc/PID/maps of fd holders (default true) */
+	/* PIDs to look at closely (NVML's lists), sorted ascending: maps
+	 * read (with read_maps) even without an NVIDIA fd, and every thread's
+	 * own fd table. A listed PID with nothing found is not reported. */
+	const pid_t *listed;
+	size_t n_listed;
 };
 
 int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 		    const struct gs_scan_opts *opts, struct gs_scan_result *ret);
 void gs_scan_result_free(struct gs_scan_result *r);
+
+/* Is an fd whose link (/proc/PID/fd/N) reads link[0..len) worth a stat?
+ * Only paths under /dev/ or under dev_prefix (the dev root as the kernel
+ * writes it): a stat of anything else could wait on a hung NFS or FUSE
+ * server, and no NVIDIA node lives there. Pure, for tests. */
+bool gs_scan_link_is_candidate(const char *link, size_t len, const char *dev_prefix);
 
 /* Parse one line of /proc/PID/maps into (dev, inode); returns 0 when the line
  * has a non-zero inode, -EINVAL otherwise. Pure, for tests. */

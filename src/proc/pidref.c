@@ -141,10 +141,54 @@ static int kill_checked(struct gs_pidref *ref, int proc_fd, int sig)
 	return 0;
 }
 
+int gs_pidref_park(struct gs_pidref *ref)
+{
+	if (ref->pid <= 0 || ref->pidfd < 0)
+		return -EBADF;
+	close(ref->pidfd);
+	ref->pidfd = -1;
+	ref->parked = true;
+	return 0;
+}
+
+int gs_pidref_unpark(struct gs_pidref *ref, int proc_fd)
+{
+	struct gs_pidref fresh;
+	int r;
+
+	if (ref->pid <= 0 || !ref->parked)
+		return -EBADF;
+	r = gs_pidref_open(&fresh, proc_fd, ref->pid, ref->starttime);
+	if (r == -ESRCH) {
+		gs_pidref_close(ref);
+		return r;
+	}
+	if (r < 0)
+		return r;
+	*ref = fresh;
+	return 0;
+}
+
+/* A parked reference: a pidfd for this one signal, verified as at
+ * discovery (gs_pidref_open), then closed again. */
+static int kill_parked(struct gs_pidref *ref, int proc_fd, int sig)
+{
+	struct gs_pidref once;
+	int r = gs_pidref_open(&once, proc_fd, ref->pid, ref->starttime);
+
+	if (r < 0)
+		return r;
+	r = gs_pidref_kill(&once, proc_fd, sig);
+	gs_pidref_close(&once);
+	return r;
+}
+
 int gs_pidref_kill(struct gs_pidref *ref, int proc_fd, int sig)
 {
 	if (ref->pid <= 0)
 		return -EBADF; /* never opened, or closed: nothing verified */
+	if (ref->parked)
+		return kill_parked(ref, proc_fd, sig);
 	if (ref->pidfd >= 0) {
 		if (syscall(SYS_pidfd_send_signal, ref->pidfd, sig, NULL, 0) == 0)
 			return 0;
@@ -179,7 +223,7 @@ int gs_pidref_exited(struct gs_pidref *ref, int proc_fd)
 		 * still holds its files. Trust the pidfd. */
 		if (n == 0)
 			return 0;
-	} else if (!ref->no_pidfd) {
+	} else if (!ref->no_pidfd && !ref->parked) {
 		return -EBADF;
 	}
 	r = read_identity(proc_fd, ref->pid, &start, &state);
@@ -224,7 +268,7 @@ int gs_pidref_wait_exit(struct gs_pidref *ref, int proc_fd, uint64_t timeout_ms)
 			/* Timeouts above INT_MAX ms: poll again for the rest. */
 		}
 	}
-	if (!ref->no_pidfd)
+	if (!ref->no_pidfd && !ref->parked)
 		return -EBADF;
 	for (;;) {
 		uint64_t now, step;
@@ -239,8 +283,9 @@ int gs_pidref_wait_exit(struct gs_pidref *ref, int proc_fd, uint64_t timeout_ms)
 		step = deadline - now < NO_PIDFD_POLL_MS ? deadline - now : NO_PIDFD_POLL_MS;
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)(step * 1000000ULL);
-		/* The one sleep in gpuslate: a kernel without pidfds gives
-		 * nothing to wait on, so /proc/PID/stat is polled in short steps. */
+		/* The one sleep in gpuslate: a kernel without pidfds (or a
+		 * parked reference) gives nothing to wait on, so
+		 * /proc/PID/stat is polled in short steps. */
 		if (nanosleep(&ts, NULL) < 0 && errno == EINTR)
 			return -EINTR;
 	}
@@ -254,4 +299,5 @@ void gs_pidref_close(struct gs_pidref *ref)
 	 * operation answers -EBADF, so a closed reference never signals. */
 	ref->pidfd = -1;
 	ref->no_pidfd = false;
+	ref->parked = false;
 }

@@ -14,6 +14,10 @@ struct gs_pidref {
 	uint64_t starttime;  /* field 22 of /proc/PID/stat at discovery */
 	int pidfd;           /* -1 when not open (or no pidfd support) */
 	bool no_pidfd;       /* kernel lacks pidfd_open: kill(2) guarded by start time */
+	/* Verified, then its pidfd closed to stay within the open-file limit:
+	 * each signal goes through a pidfd opened for it (the start time
+	 * checked again), exit is read from /proc/PID/stat. */
+	bool parked;
 };
 
 /* Open a pidfd for pid and verify the start time after opening it.
@@ -22,8 +26,18 @@ struct gs_pidref {
  * proc_fd is the /proc directory fd of the root context. */
 int gs_pidref_open(struct gs_pidref *ref, int proc_fd, pid_t pid, uint64_t starttime);
 
-/* Send sig. Returns 0, -ESRCH (already gone), -EPERM. Never signals a
- * process whose identity could not be verified. */
+/* Close the pidfd of a verified reference but keep its identity (see
+ * parked). Returns 0, or -EBADF when ref holds no pidfd. */
+int gs_pidref_park(struct gs_pidref *ref);
+
+/* Hold a pidfd again for a parked reference, opened while the recorded
+ * start time still matches. Returns 0; -ESRCH when the process is gone
+ * (the reference is then closed); other -errno (EMFILE) leaves it parked. */
+int gs_pidref_unpark(struct gs_pidref *ref, int proc_fd);
+
+/* Send sig. Returns 0, -ESRCH (already gone), -EPERM; for a parked
+ * reference also what opening its pidfd failed with (-EMFILE). Never
+ * signals a process whose identity could not be verified. */
 int gs_pidref_kill(struct gs_pidref *ref, int proc_fd, int sig);
 
 /* Wait until the process has exited (pidfd readable) or timeout_ms passes.

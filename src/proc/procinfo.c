@@ -381,19 +381,18 @@ static void fill_user(struct gs_procinfo *pi)
 }
 
 /* The executable: the link names the file the kernel runs (a symlink or a
- * renamed copy resolves to what it is), and stat through the link reaches
- * that file even when it was deleted or lives in another mount namespace.
- * Unreadable (another user's process, a kernel thread): exe_ok stays false. */
+ * renamed copy resolves to what it is). Reading the link never touches the
+ * executable's file system. Unreadable (another user's process, a kernel
+ * thread): exe_ok stays false. */
 static void read_exe(int pid_dirfd, struct gs_procinfo *pi)
 {
 	static const char deleted[] = " (deleted)";
 	char path[4096];
-	struct stat st;
 	ssize_t n = readlinkat(pid_dirfd, "exe", path, sizeof(path) - 1);
 	const char *base;
 	size_t len;
 
-	if (n <= 0 || fstatat(pid_dirfd, "exe", &st, 0) < 0)
+	if (n <= 0)
 		return;
 	len = (size_t)n;
 	path[len] = '\0';
@@ -404,9 +403,22 @@ static void read_exe(int pid_dirfd, struct gs_procinfo *pi)
 	if (!*base || strlen(base) >= sizeof(pi->exe_name))
 		return;
 	copy_bounded(pi->exe_name, sizeof(pi->exe_name), base, strlen(base));
-	pi->exe_uid = st.st_uid;
-	pi->exe_mode = st.st_mode;
 	pi->exe_ok = true;
+}
+
+int gs_procinfo_read_exe_stat(int pid_dirfd, struct gs_procinfo *pi)
+{
+	struct statx stx;
+
+	/* Through the link: the file itself, even deleted or in another mount
+	 * namespace. DONT_SYNC: the attributes the kernel has, no asking a
+	 * server (the owner of a daemon's binary does not change under it). */
+	if (statx(pid_dirfd, "exe", AT_STATX_DONT_SYNC, STATX_UID | STATX_MODE, &stx) < 0)
+		return -errno;
+	pi->exe_uid = stx.stx_uid;
+	pi->exe_mode = stx.stx_mode;
+	pi->exe_stat_ok = true;
+	return 0;
 }
 
 int gs_procinfo_read_cmdline(int pid_dirfd, char **ret)

@@ -80,8 +80,12 @@ struct gs_procinfo {
 	struct gs_owner owner;
 	/* The executable (/proc/PID/exe): what a process cannot rename. comm
 	 * and argv are the process's own words (PR_SET_NAME, exec -a). */
-	bool exe_ok;             /* exe_name, exe_uid and exe_mode were read */
+	bool exe_ok;             /* exe_name was read */
 	char exe_name[64];       /* basename of the path, " (deleted)" removed */
+	/* exe_uid and exe_mode were read (gs_procinfo_read_exe_stat): only
+	 * for processes that claim a protected name, since a stat of the
+	 * executable reaches its file system (a hung NFS or FUSE server). */
+	bool exe_stat_ok;
 	uid_t exe_uid;           /* owner of the executable file */
 	mode_t exe_mode;
 	/* Its PID namespace (/proc/PID/ns/pid): signalling the init of a
@@ -94,6 +98,11 @@ struct gs_procinfo {
 /* Read stat, status, cmdline and cgroup of one process through its /proc/PID
  * directory fd. Returns 0, -ENOENT/-ESRCH when the process is gone, -EACCES. */
 int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret);
+
+/* Owner and mode of the executable (/proc/PID/exe), into exe_uid and
+ * exe_mode (exe_stat_ok set). Cached attributes only: never waits on a
+ * network or FUSE server. Returns 0 or -errno. */
+int gs_procinfo_read_exe_stat(int pid_dirfd, struct gs_procinfo *pi);
 
 /* The kernel caps argv plus the environment at 3/4 of _STK_LIM (6 MiB),
  * whatever RLIMIT_STACK says; /proc/PID/cmdline can run into the

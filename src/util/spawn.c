@@ -1,4 +1,5 @@
 #include "util/spawn.h"
+#include "util/fdlimit.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ int gs_spawn(char *const argv[], char *const envp[], unsigned flags, struct gs_c
 		int devnull;
 
 		setpgid(0, 0);
+		gs_fdlimit_restore();
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);

@@ -19,22 +19,27 @@ load helpers
 eval "$(declare -f setup | sed '1s/^setup/helpers_setup/')"
 eval "$(declare -f teardown | sed '1s/^teardown/helpers_teardown/')"
 
-# hangfs_start [--in PID]: the never-answering FUSE server, mounted on
-# $HANG_MNT, in a namespace of its own (or in the mount namespace of PID).
+# hangfs_start [--in PID] [gs-hangfs options]: the never-answering FUSE
+# server, mounted on $HANG_MNT, in a namespace of its own (or in the mount
+# namespace of PID).
 hangfs_start() {
-	local ready=$BATS_TEST_TMPDIR/hangfs.ready
+	local ready=$BATS_TEST_TMPDIR/hangfs.ready in=""
+	if [ "${1:-}" = --in ]; then
+		in=$2
+		shift 2
+	fi
 	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || skip "needs root and /dev/fuse"
 	command -v nsenter >/dev/null || skip "needs nsenter (util-linux)"
 	HANG_MNT=$BATS_TEST_TMPDIR/stuck
 	HANG_LOG=$BATS_TEST_TMPDIR/hangfs.log
 	mkdir -p "$HANG_MNT"
 	rm -f "$ready"
-	if [ "${1:-}" = --in ]; then
-		nsenter -t "$2" -m -- "$GPUSLATE_BUILD/fakes/gs-hangfs" "$HANG_MNT" --ready-file "$ready" \
-			--log "$HANG_LOG" </dev/null >"$BATS_TEST_TMPDIR/hangfs.out" 2>&1 3>&- &
+	if [ -n "$in" ]; then
+		nsenter -t "$in" -m -- "$GPUSLATE_BUILD/fakes/gs-hangfs" "$HANG_MNT" --ready-file "$ready" \
+			--log "$HANG_LOG" "$@" </dev/null >"$BATS_TEST_TMPDIR/hangfs.out" 2>&1 3>&- &
 	else
 		"$GPUSLATE_BUILD/fakes/gs-hangfs" "$HANG_MNT" --private --ready-file "$ready" \
-			--log "$HANG_LOG" </dev/null >"$BATS_TEST_TMPDIR/hangfs.out" 2>&1 3>&- &
+			--log "$HANG_LOG" "$@" </dev/null >"$BATS_TEST_TMPDIR/hangfs.out" 2>&1 3>&- &
 	fi
 	HANG_SRV=$!
 	track "$HANG_SRV"
@@ -218,4 +223,44 @@ teardown() {
 	assert_match "$output" "^stuck01: driver failure \(exit 3\): cannot read GPU state: GPU 1: nvmlDeviceGetMemoryInfo_v2 did not return within 1\.0 s: the GPU driver is hung; reboot or reset needed" "stuck01's line"
 	assert_match "$output" "^gpu01: clean" "gpu01's line"
 	assert_stuck "$(helper_pid "$output")"
+}
+
+# A file system whose server stops answering (a dead NFS server, a hung
+# sshfs) must not hang the holder scan: whatever a process has open there,
+# gpuslate reads the fd's link and never asks that file system for anything.
+# The server here answers lookups and opens of "data" (so processes can hold
+# it open) but never its attributes: a stat that reaches the server hangs.
+@test "hung file system: status and reclaim finish in time beside processes holding a file of a hung mount; its server is never asked" {
+	hangfs_start --file data
+	# A bystander and a GPU holder, each with $HANG_MNT/data open (fd 9).
+	launch bystander in_hang_ns bash -c 'exec 9<"$1/data"; echo "pid=$$" >"$2.tmp"; mv "$2.tmp" "$2"; exec sleep 600' \
+		_ "$HANG_MNT" "$BATS_TEST_TMPDIR/bystander.ready"
+	launch holder in_hang_ns bash -c 'exec 9<"$1/data"; exec "$2" --gpu 0 --mib 1024 --ready-file "$3"' \
+		_ "$HANG_MNT" "$GS_HOLDER" "$BATS_TEST_TMPDIR/holder.ready"
+	b=$(rpid bystander)
+	h=$(rpid holder)
+	[ "$(readlink "/proc/$b/fd/9")" = "$HANG_MNT/data" ]
+	[ "$(readlink "/proc/$h/fd/9")" = "$HANG_MNT/data" ]
+	asked=$(wc -l <"$HANG_LOG")
+
+	# In the background: a stat that reached the server would leave
+	# gpuslate in state D, beyond even SIGKILL, until teardown ends the
+	# server; the test then fails on the deadline instead of hanging.
+	bg status "$GPUSLATE_BIN" status --json
+	bg_wait status 10 || { echo "status did not finish within 10 s: $(proc_state "$BG_PID") in $(cat "/proc/$BG_PID/wchan" 2>/dev/null)" >&2; return 1; }
+	assert_eq "$BG_STATUS" 0 "status exit status"
+	output=$BG_OUT
+	assert_eq "$(jqo ".processes[] | select(.pid == $h) | .role")" compute "the holder with the file open"
+
+	bg reclaim "$GPUSLATE_BIN" reclaim -y --json
+	bg_wait reclaim 15 || { echo "reclaim did not finish within 15 s" >&2; return 1; }
+	assert_eq "$BG_STATUS" 0 "reclaim exit status"
+	output=$BG_OUT
+	assert_eq "$(jqo ".processes[] | select(.pid == $h) | .outcome")" exited-after-term outcome
+	assert_dead "$h"
+	assert_alive "$b"
+	# What the server was asked after the two processes opened the file:
+	# only the holder's own close (FLUSH 25, RELEASE 18) as it exited.
+	assert_eq "$(tail -n +"$((asked + 1))" "$HANG_LOG" | awk '$1 != 25 && $1 != 18' | wc -l)" 0 \
+		"requests to the hung server beyond the holder's close: $(tail -n +"$((asked + 1))" "$HANG_LOG" | tr '\n' ';')"
 }

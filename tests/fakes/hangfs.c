@@ -13,6 +13,11 @@
  *
  * --private     mount in a new mount namespace of its own; other processes
  *               see the mount only through it (nsenter -t PID -m)
+ * --file NAME   a regular file NAME in the root that can be looked up,
+ *               opened and closed, but whose attributes are never answered
+ *               (and never cached): a process can hold it open, and whoever
+ *               then asks the server for its attributes (stat of
+ *               /proc/PID/fd/N) hangs, as on a dead NFS server
  * --ready-file  written ("pid=N") once the kernel's INIT is answered
  * --log         one line per request: "OPCODE NODEID PID" (the PID of the
  *               process that made it)
@@ -36,6 +41,8 @@
 
 /* Room for any request the kernel sends with max_write 4096. */
 #define BUF_SIZE (FUSE_MIN_READ_BUFFER + 65536)
+
+#define USAGE "usage: gs-hangfs MOUNTPOINT [--private] [--ready-file PATH] [--log PATH] [--file NAME]\n"
 
 static volatile sig_atomic_t stop;
 
@@ -62,6 +69,19 @@ static void reply(int fd, uint64_t unique, const void *arg, size_t len)
 		fprintf(stderr, "gs-hangfs: reply: %s\n", strerror(errno));
 }
 
+/* The --file node: attributes valid for no time at all, so that every
+ * stat that may ask the server does. */
+#define FILE_ID 2
+
+static void file_attr(struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = FILE_ID;
+	a->mode = S_IFREG | 0644;
+	a->nlink = 1;
+	a->blksize = 4096;
+}
+
 static void root_attr(struct fuse_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -73,7 +93,7 @@ static void root_attr(struct fuse_attr *a)
 
 int main(int argc, char **argv)
 {
-	const char *mnt = NULL, *ready = NULL, *logpath = NULL;
+	const char *mnt = NULL, *ready = NULL, *logpath = NULL, *file = NULL;
 	bool private_ns = false;
 	struct sigaction sa = { .sa_handler = on_stop };
 	char opts[128];
@@ -88,15 +108,17 @@ int main(int argc, char **argv)
 			ready = argv[++i];
 		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
 			logpath = argv[++i];
+		else if (!strcmp(argv[i], "--file") && i + 1 < argc)
+			file = argv[++i];
 		else if (argv[i][0] != '-' && !mnt)
 			mnt = argv[i];
 		else {
-			fputs("usage: gs-hangfs MOUNTPOINT [--private] [--ready-file PATH] [--log PATH]\n", stderr);
+			fputs(USAGE, stderr);
 			return 2;
 		}
 	}
 	if (!mnt) {
-		fputs("usage: gs-hangfs MOUNTPOINT [--private] [--ready-file PATH] [--log PATH]\n", stderr);
+		fputs(USAGE, stderr);
 		return 2;
 	}
 	/* No SA_RESTART: the blocking read returns EINTR and we end. */
@@ -165,6 +187,19 @@ int main(int argc, char **argv)
 
 			root_attr(&o.attr);
 			reply(fd, in->unique, &o, sizeof(o));
+		} else if (file && in->opcode == FUSE_LOOKUP && in->nodeid == FUSE_ROOT_ID &&
+			   (size_t)n > sizeof(*in) && !strncmp((const char *)(in + 1), file, (size_t)n - sizeof(*in))) {
+			/* The entry stays cached; its attributes never do. */
+			struct fuse_entry_out o = { .nodeid = FILE_ID, .generation = 1, .entry_valid = 3600 };
+
+			file_attr(&o.attr);
+			reply(fd, in->unique, &o, sizeof(o));
+		} else if (file && in->nodeid == FILE_ID &&
+			   (in->opcode == FUSE_OPEN || in->opcode == FUSE_FLUSH || in->opcode == FUSE_RELEASE)) {
+			/* Opening and closing work: only the attributes hang. */
+			struct fuse_open_out o = { .fh = 1 };
+
+			reply(fd, in->unique, &o, in->opcode == FUSE_OPEN ? sizeof(o) : 0);
 		} else if (in->opcode == FUSE_STATFS) {
 			struct fuse_statfs_out o = { .st = { .bsize = 4096, .frsize = 4096, .namelen = 255 } };
 

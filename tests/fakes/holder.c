@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -46,6 +48,7 @@ struct opts {
 	bool client, ctl_only, fork_child, exit_after_fork, setsid, supervise, mem_unknown;
 	enum term_mode term;
 	bool block_term, term_on_usr1;
+	bool close_fds, thread_fds;
 	unsigned int workers;
 	const char *ready_file;
 };
@@ -81,7 +84,8 @@ static void usage(void)
 	      "                 [--exit-after-fork] [--workers N] [--ignore-term | --sigign-term |\n"
 	      "                 --term-default] [--block-term] [--handle-term-on-usr1] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
-	      "                 [--mem-unknown] [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
+	      "                 [--mem-unknown] [--close-fds] [--thread-fds] [--note TEXT]\n"
+	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
 }
@@ -239,6 +243,10 @@ static void wait_forever(const sigset_t *wait_mask)
 
 /* ---- Holding ------------------------------------------------------------ */
 
+/* The device fds opened so far (--close-fds closes them). */
+static int node_fds[MAX_GPUS + 2];
+static size_t n_node_fds;
+
 static void open_node(const struct opts *o, const char *name, bool map)
 {
 	char path[PATH_MAX];
@@ -260,6 +268,8 @@ static void open_node(const struct opts *o, const char *name, bool map)
 		if (p == MAP_FAILED)
 			die("mmap %s: %s", path, strerror(errno));
 	}
+	if (n_node_fds < sizeof(node_fds) / sizeof(node_fds[0]))
+		node_fds[n_node_fds++] = fd;
 }
 
 /* True when nobody holds the lock of an existing ctx file: it is left over
@@ -310,12 +320,10 @@ static void create_ctx(const struct opts *o, int dirfd, unsigned int minor)
 	/* fd stays open: the lock is the context's lifetime. */
 }
 
-static void hold(const struct opts *o)
+static void open_nodes(const struct opts *o)
 {
 	char name[32];
 
-	if (!o->dev_root)
-		die("no dev root: use --dev-root or GPUSLATE_DEV_ROOT");
 	open_node(o, "nvidiactl", !o->client);
 	if (!o->ctl_only) {
 		open_node(o, "nvidia-uvm", !o->client);
@@ -323,6 +331,66 @@ static void hold(const struct opts *o)
 			snprintf(name, sizeof(name), "nvidia%u", o->gpus[i]);
 			open_node(o, name, !o->client);
 		}
+	}
+}
+
+/* --thread-fds: a thread with an fd table of its own holds the nodes. */
+struct node_thread {
+	const struct opts *o;
+	int ready[2];
+};
+
+static void *node_thread_main(void *arg)
+{
+	struct node_thread *t = arg;
+	sigset_t all;
+
+	/* Signals are the main thread's business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* From here on this thread's fds are its own: the process's other
+	 * threads (and /proc/PID/fd) do not see them. */
+	if (unshare(CLONE_FILES) < 0)
+		die("unshare(CLONE_FILES): %s", strerror(errno));
+	open_nodes(t->o);
+	write_all(t->ready[1], "R", 1);
+	close(t->ready[1]);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void open_nodes_in_thread(const struct opts *o)
+{
+	static struct node_thread t;
+	pthread_t th;
+	char c;
+	int e;
+
+	t.o = o;
+	if (pipe2(t.ready, O_CLOEXEC) < 0)
+		die("pipe: %s", strerror(errno));
+	e = pthread_create(&th, NULL, node_thread_main, &t);
+	if (e)
+		die("pthread_create: %s", strerror(e));
+	while (read(t.ready[0], &c, 1) < 0)
+		if (errno != EINTR)
+			die("read: %s", strerror(errno));
+	close(t.ready[0]);
+}
+
+static void hold(const struct opts *o)
+{
+	if (!o->dev_root)
+		die("no dev root: use --dev-root or GPUSLATE_DEV_ROOT");
+	if (o->thread_fds) {
+		open_nodes_in_thread(o);
+	} else {
+		open_nodes(o);
+		/* --close-fds: the mappings stay, as after a close of the fds
+		 * that made them; nothing in /proc/PID/fd shows the device. */
+		for (size_t i = 0; o->close_fds && i < n_node_fds; i++)
+			close(node_fds[i]);
 	}
 	if (o->client)
 		return;
@@ -475,7 +543,7 @@ int main(int argc, char **argv)
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SIGIGN_TERM, O_TERM_DEFAULT,
 	       O_BLOCK_TERM, O_TERM_ON_USR1, O_SETSID,
-	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE };
+	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE, O_CLOSE_FDS, O_THREAD_FDS };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "dev-root", required_argument, NULL, O_DEV_ROOT },
@@ -498,6 +566,8 @@ int main(int argc, char **argv)
 		{ "ready-file", required_argument, NULL, O_READY_FILE },
 		{ "kind", required_argument, NULL, O_KIND },
 		{ "note", required_argument, NULL, O_NOTE },
+		{ "close-fds", no_argument, NULL, O_CLOSE_FDS },
+		{ "thread-fds", no_argument, NULL, O_THREAD_FDS },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
@@ -540,6 +610,8 @@ int main(int argc, char **argv)
 			o.kind = optarg;
 			break;
 		case O_NOTE: break; /* only there to be seen in the command line */
+		case O_CLOSE_FDS: o.close_fds = true; break;
+		case O_THREAD_FDS: o.thread_fds = true; break;
 		default: usage();
 		}
 	}
@@ -549,6 +621,8 @@ int main(int argc, char **argv)
 		usage();
 	if (o.ngpus == 0)
 		o.gpus[o.ngpus++] = 0;
+	if (o.close_fds && (o.client || o.thread_fds))
+		die("--close-fds keeps only mappings: not with --client or --thread-fds");
 	if (o.setsid && setsid() < 0)
 		die("setsid: %s", strerror(errno));
 

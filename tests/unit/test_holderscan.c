@@ -158,11 +158,11 @@ static bool denied(const struct gs_scan_result *r, pid_t pid)
 	return false;
 }
 
-static void scan(struct gs_scan_result *res, bool read_maps, pid_t skip)
+static void scan_listed(struct gs_scan_result *res, bool read_maps, pid_t skip, const pid_t *listed, size_t n_listed)
 {
 	struct gs_root root;
 	struct gs_devset ds;
-	struct gs_scan_opts opts = { .skip_pid = skip, .read_maps = read_maps };
+	struct gs_scan_opts opts = { .skip_pid = skip, .read_maps = read_maps, .listed = listed, .n_listed = n_listed };
 
 	assert_int_equal(gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }), 0);
 	assert_int_equal(gs_devset_load(&root, &ds), 0);
@@ -172,6 +172,60 @@ static void scan(struct gs_scan_result *res, bool read_maps, pid_t skip)
 	assert_true(res->n_scanned > 0);
 	gs_devset_free(&ds);
 	gs_root_close(&root);
+}
+
+static void scan(struct gs_scan_result *res, bool read_maps, pid_t skip)
+{
+	scan_listed(res, read_maps, skip, NULL, 0);
+}
+
+static void test_link_candidate(void **state)
+{
+	static const char *const yes[] = { "/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia0 (deleted)",
+					   "/tmp/h/dev/nvidia1", "/tmp/h/dev/x" };
+	static const char *const no[] = { "socket:[123]", "pipe:[9]", "anon_inode:[pidfd]", "/devices/x", "/dev",
+					  "/tmp/h/devices/nvidia0", "/tmp/h/dev", "/home/u/nvidia0", "/memfd:x (deleted)",
+					  "/mnt/nfs/dev/nvidia0" };
+
+	(void)state;
+	for (size_t i = 0; i < GS_ARRAY_SIZE(yes); i++)
+		assert_true(gs_scan_link_is_candidate(yes[i], strlen(yes[i]), "/tmp/h/dev"));
+	for (size_t i = 0; i < GS_ARRAY_SIZE(no); i++)
+		assert_false(gs_scan_link_is_candidate(no[i], strlen(no[i]), "/tmp/h/dev"));
+	/* A cut link keeps its prefix; a dev root of "/" adds nothing. */
+	assert_true(gs_scan_link_is_candidate("/dev/nvidia0", 5, "/"));
+	assert_false(gs_scan_link_is_candidate("/home/x", 7, "/"));
+	assert_false(gs_scan_link_is_candidate("/home/x", 7, ""));
+	assert_false(gs_scan_link_is_candidate("/home/x", 7, NULL));
+}
+
+/* A PID NVML lists gets its mappings read without an NVIDIA fd: a process
+ * that mapped the node and closed the fd is a holder then, and only then. */
+static void test_listed_maps_without_fds(void **state)
+{
+	static const struct open_spec spec[] = { { "nvidia1", true, true }, { "nvidiactl", true, true } };
+	static const struct open_spec other[] = { { "other", true, false } };
+	struct child g = spawn(spec, GS_ARRAY_SIZE(spec)), d = spawn(other, GS_ARRAY_SIZE(other));
+	pid_t listed[2] = { g.pid < d.pid ? g.pid : d.pid, g.pid < d.pid ? d.pid : g.pid };
+	struct gs_scan_result res;
+	const struct gs_scan_proc *p;
+
+	(void)state;
+	scan(&res, true, 0);
+	assert_null(find(&res, g.pid));
+	gs_scan_result_free(&res);
+
+	scan_listed(&res, true, 0, listed, 2);
+	p = find(&res, g.pid);
+	assert_non_null(p);
+	assert_int_equal(p->n_fds, 0);
+	assert_true(gs_minorset_has(&p->map_gpus, 1));
+	assert_true(p->map_ctl);
+	/* Listed but holding nothing of ours: not reported. */
+	assert_null(find(&res, d.pid));
+	gs_scan_result_free(&res);
+	reap(&g);
+	reap(&d);
 }
 
 static void test_parse_maps_line(void **state)
@@ -401,6 +455,71 @@ static void test_zombie_leader(void **state)
 	reap(&c);
 }
 
+static int thread_ready_fd = -1;
+
+/* A thread with an fd table of its own (unshare(CLONE_FILES)) opens GPU 0
+ * (no mapping: what it holds is seen only through its table), then waits. */
+static void *thread_own_table(void *arg)
+{
+	static const struct open_spec spec[] = { { "nvidia0", false, false } };
+
+	(void)arg;
+	if (unshare(CLONE_FILES) < 0)
+		_exit(7);
+	child_open(spec, 1);
+	if (write(thread_ready_fd, "r", 1) != 1)
+		_exit(5);
+	return thread_wait(NULL);
+}
+
+/* A thread's own fd table is read for a PID NVML lists, and only then. */
+static void test_listed_thread_table(void **state)
+{
+	int ready[2], go[2];
+	struct child c;
+	struct gs_scan_result res;
+	const struct gs_scan_proc *p;
+	char b;
+
+	(void)state;
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		pthread_t t;
+
+		child_close_inherited();
+		close(ready[0]);
+		close(go[1]);
+		go_fd_for_thread = go[0];
+		thread_ready_fd = ready[1];
+		if (pthread_create(&t, NULL, thread_own_table, NULL) != 0)
+			_exit(6);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.go_fd = go[1];
+	keep_parent_fd(c.go_fd);
+
+	scan(&res, true, 0);
+	assert_null(find(&res, c.pid));
+	gs_scan_result_free(&res);
+
+	scan_listed(&res, true, 0, &c.pid, 1);
+	p = find(&res, c.pid);
+	assert_non_null(p);
+	assert_true(gs_minorset_has(&p->fd_gpus, 0));
+	assert_true(gs_minorset_empty(&p->map_gpus));
+	assert_int_equal(p->n_fds, 1);
+	gs_scan_result_free(&res);
+	reap(&c);
+}
+
 /* Processes appearing and exiting during the scan are skipped; the stable
  * holders are still found, every time. */
 static void test_churn(void **state)
@@ -615,8 +734,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_maps_line),
 		cmocka_unit_test(test_scan_holders),
+		cmocka_unit_test(test_link_candidate),
+		cmocka_unit_test(test_listed_maps_without_fds),
 		cmocka_unit_test(test_skip_self),
 		cmocka_unit_test(test_zombie_leader),
+		cmocka_unit_test(test_listed_thread_table),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_denied),
 		cmocka_unit_test(test_many_processes),

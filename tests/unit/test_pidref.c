@@ -209,6 +209,50 @@ static void test_no_pidfd_fallback(void **state)
 	close(c.go_fd);
 }
 
+/* A parked reference holds no descriptor; each signal opens a pidfd,
+ * checking the start time again, and exit is read from /proc. */
+static void test_parked(void **state)
+{
+	struct child c = spawn(), d = spawn();
+	struct gs_pidref ref, other;
+	int status;
+
+	(void)state;
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, starttime_of(c.pid)), 0);
+	assert_int_equal(gs_pidref_park(&ref), 0);
+	assert_true(ref.parked);
+	assert_int_equal(ref.pidfd, -1);
+	assert_int_equal(gs_pidref_park(&ref), -EBADF);
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 0), 0);
+	/* Back to a held pidfd, and parked again. */
+	assert_int_equal(gs_pidref_unpark(&ref, proc_fd), 0);
+	assert_false(ref.parked);
+	assert_true(ref.pidfd >= 0);
+	assert_int_equal(gs_pidref_park(&ref), 0);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGTERM), 0);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 10000), 1);
+	status = reap_status(c.pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	/* Gone: no signal, no pidfd; unparking says so and closes it. */
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -ESRCH);
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 1);
+	assert_int_equal(gs_pidref_unpark(&ref, proc_fd), -ESRCH);
+	assert_int_equal(gs_pidref_kill(&ref, proc_fd, SIGKILL), -EBADF);
+	close(c.go_fd);
+
+	/* A parked reference whose start time no longer matches (the PID
+	 * reused) signals nobody. */
+	assert_int_equal(gs_pidref_open(&other, proc_fd, d.pid, starttime_of(d.pid)), 0);
+	assert_int_equal(gs_pidref_park(&other), 0);
+	other.starttime++;
+	assert_int_equal(gs_pidref_kill(&other, proc_fd, SIGKILL), -ESRCH);
+	assert_int_equal(gs_pidref_exited(&other, proc_fd), 1);
+	gs_pidref_close(&other);
+	assert_not_signalled(&d);
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
@@ -259,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_zombie),
 		cmocka_unit_test(test_no_pidfd_fallback),
 		cmocka_unit_test(test_wait_interrupted),
+		cmocka_unit_test(test_parked),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -422,6 +422,7 @@ static struct gs_procinfo named(const char *comm, const char *exe, uid_t exe_uid
 	gs_strlcpy(in.name, comm, sizeof(in.name));
 	if (exe) {
 		in.exe_ok = true;
+		in.exe_stat_ok = true;
 		gs_strlcpy(in.exe_name, exe, sizeof(in.exe_name));
 		in.exe_uid = exe_uid;
 		in.exe_mode = S_IFREG | mode;
