@@ -33,7 +33,10 @@ start_holder() {
 start_ns_holder() {
 	n_ready=$((n_ready + 1))
 	local rf=$WORK/ready.$n_ready
-	unshare --pid --fork --kill-child python3 "$HOLDER" "$1" "$rf" "${2:-1}" 0 >"$WORK/holder.$n_ready.log" 2>&1 &
+	# --mount-proc, as a container has its own /proc: CUDA fails to
+	# initialise (error 304) in a PID namespace that sees the host's /proc
+	# (measured on the H200).
+	unshare --pid --fork --kill-child --mount-proc python3 "$HOLDER" "$1" "$rf" "${2:-1}" 0 >"$WORK/holder.$n_ready.log" 2>&1 &
 	local launcher=$!
 	local i=0
 	while [ ! -f "$rf" ]; do
