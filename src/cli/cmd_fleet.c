@@ -31,7 +31,7 @@ static void on_interrupt(int sig)
 }
 
 /* The inventory: --hosts-file must exist; the default files may not. */
-static int load_inventory(const struct gs_cli *cli, struct gs_inventory *inv, bool *have)
+static int load_inventory(const struct gs_request *cli, struct gs_inventory *inv, bool *have)
 {
 	char err[512], path[4096];
 	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
@@ -87,7 +87,7 @@ static int read_stdin_hosts(char **ret)
 	return 0;
 }
 
-static int build_hostlist(const struct gs_cli *cli, const struct gs_inventory *inv, struct gs_hostlist *hosts)
+static int build_hostlist(const struct gs_request *cli, const struct gs_inventory *inv, struct gs_hostlist *hosts)
 {
 	struct gs_hostlist ex = GS_HOSTLIST_INIT;
 	char err[512];
@@ -142,7 +142,7 @@ static int build_hostlist(const struct gs_cli *cli, const struct gs_inventory *i
 
 /* Acting on many hosts wants the same consent as acting on one: a
  * terminal to say yes on, or -y. Asked before any host is contacted. */
-static int confirm_reclaim(const struct gs_cli *cli, const struct gs_hostlist *hosts)
+static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlist *hosts)
 {
 	char *folded = NULL, line[16];
 	bool yes;
@@ -239,7 +239,7 @@ static void on_tick(void *ud)
 	}
 }
 
-int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
+int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 {
 	struct gs_inventory inv = { 0 };
 	struct gs_hostlist hosts = GS_HOSTLIST_INIT;

@@ -153,7 +153,7 @@ static int parse_secs(const char *opt, const char *v, uint64_t *ret)
 }
 
 /* Repeated -g: the lists add up, as repeated -u do ("-g 0 -g 2" is "0,2"). */
-static int add_gpus(struct gs_cli *cli, const char *v)
+static int add_gpus(struct gs_request *cli, const char *v)
 {
 	static char joined[4096];
 	size_t have = cli->gpus ? strlen(cli->gpus) : 0;
@@ -176,7 +176,7 @@ static int add_gpus(struct gs_cli *cli, const char *v)
 
 /* --include names a protected daemon to stop; any other name would be a
  * silent no-op (every other holder is a target already). */
-static int check_includes(const struct gs_cli *cli)
+static int check_includes(const struct gs_request *cli)
 {
 	for (size_t i = 0; i < cli->n_includes; i++) {
 		char names[512];
@@ -196,7 +196,7 @@ static int check_includes(const struct gs_cli *cli)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct gs_cli *cli)
+static int parse_args(int argc, char **argv, struct gs_request *cli)
 {
 	unsigned used[0x200] = { 0 };
 	/* How each option was written (-n or --dry-run), for messages. */
@@ -378,27 +378,6 @@ static int parse_args(int argc, char **argv, struct gs_cli *cli)
 	return 0;
 }
 
-int gs_cli_discover_open(const struct gs_cli *cli, struct gs_discover *d)
-{
-	struct gs_discover_opts o = {
-		.paths = { .proc = cli->proc_root, .dev = cli->dev_root, .nvidia_procfs = cli->nvidia_procfs },
-		.nvml_lib = cli->nvml_lib,
-		.no_nvml = cli->no_nvml,
-		.nvml_timeout_ms = cli->nvml_timeout_ms,
-	};
-	int r = gs_discover_open(d, &o);
-
-	if (r < 0) {
-		if (r == -ENOENT || r == -ENOTDIR)
-			gs_err("cannot open '%s' or '%s': %s", cli->proc_root ? cli->proc_root : "/proc",
-			       cli->dev_root ? cli->dev_root : "/dev", strerror(-r));
-		else
-			gs_err("cannot start discovery: %s", d->error[0] ? d->error : strerror(-r));
-		return r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : GS_EXIT_DRIVER;
-	}
-	return 0;
-}
-
 /* Remote mode: the fleet side keeps our stdin open for as long as it wants
  * us to run. When the connection goes (deadline, Ctrl-C, ssh killed), stdin
  * reaches EOF and we end ourselves with SIGTERM: a reclaim stops escalating
@@ -428,7 +407,7 @@ void gs_remote_watch_stdin(void)
 
 int main(int argc, char **argv)
 {
-	struct gs_cli cli = { 0 };
+	struct gs_request cli = { 0 };
 
 	if (parse_args(argc, argv, &cli) < 0) {
 		fputs("Try 'gpuslate --help' for more information.\n", stderr);

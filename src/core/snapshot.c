@@ -181,6 +181,16 @@ const char *gs_discover_error(const struct gs_discover *d)
 	return d->backend ? d->backend->error : "";
 }
 
+int gs_discover_proc_fd(const struct gs_discover *d)
+{
+	return d->root.proc_fd;
+}
+
+int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret)
+{
+	return gs_ptable_load(d->root.proc_fd, ret);
+}
+
 bool gs_discover_polls_memory(const struct gs_discover *d)
 {
 	return d->backend && d->backend->ops->memory;

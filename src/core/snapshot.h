@@ -15,6 +15,7 @@
 #include "proc/devset.h"
 #include "proc/holderscan.h"
 #include "proc/procinfo.h"
+#include "proc/ptable.h"
 #include "util/root.h"
 
 enum gs_role {
@@ -150,6 +151,12 @@ void gs_discover_close(struct gs_discover *d);
 /* Why the GPU backend failed as a whole (a hung call, with the GPU and the
  * call), or "" while it works. */
 const char *gs_discover_error(const struct gs_discover *d);
+
+/* The /proc directory discovery reads (the real one or --proc-root): the
+ * stages that read or signal processes (filters, stop) go through it. */
+int gs_discover_proc_fd(const struct gs_discover *d);
+/* Every process's stat line, from that /proc. */
+int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret);
 
 /* Can GPU memory be polled (NVML)? */
 bool gs_discover_polls_memory(const struct gs_discover *d);

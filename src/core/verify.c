@@ -149,7 +149,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	rc = gs_discover_snapshot(d, &s);
 	if (rc < 0 && rc != -ENODEV)
 		return rc;
-	rc = gs_ptable_load(d->root.proc_fd, &pt);
+	rc = gs_discover_ptable(d, &pt);
 	if (rc < 0) {
 		gs_snapshot_free(&s);
 		return rc;
@@ -191,7 +191,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 			if (nr) {
 				r->respawns = nr;
 				memset(&nr[r->n_respawns], 0, sizeof(*nr));
-				describe_respawn(d->root.proc_fd, o, h, &nr[r->n_respawns]);
+				describe_respawn(gs_discover_proc_fd(d), o, h, &nr[r->n_respawns]);
 				r->n_respawns++;
 			}
 		}

@@ -187,7 +187,7 @@ static int add_opt(struct strv *s, const char *opt, const char *val)
 	return strv_addf(s, "%s=%s", opt, val);
 }
 
-int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errlen)
+int gs_remote_tail(const struct gs_request *cli, char ***ret, char *err, size_t errlen)
 {
 	struct strv s = { 0 };
 	bool acts = cli->cmd == GS_CMD_RECLAIM;
@@ -280,7 +280,7 @@ static int split_or_default(const char *s, const char *def, char ***ret, size_t 
 	return gs_inventory_split_words(s && *s ? s : def, ret, n);
 }
 
-int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_cli *cli, const struct gs_inventory *inv,
+int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *cli, const struct gs_inventory *inv,
 		       char *err, size_t errlen)
 {
 	size_t n = 0;

@@ -144,7 +144,7 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		return;
 	}
 	if (!v) {
-		snprintf(buf, len, "gpuslate: %s", r->verdict);
+		snprintf(buf, len, "gpuslate: %s", gs_verdict_name(r->verdict));
 		return;
 	}
 	if (v->clean && v->others_hold) {
@@ -311,9 +311,9 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 	{
 		const char *c = gs_color_verdict(f, r->verdict);
 
-		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, r->verdict, gs_color_end(c), r->elapsed_ms / 1000.0);
+		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
 	}
-	if (strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+	if (!gs_verdict_ok(r->verdict))
 		fprintf(f, "%s\n", line);
 }
 
@@ -345,7 +345,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	json_object_set_new(j, "version", json_string(GS_VERSION));
 	json_object_set_new(j, "command", json_string(r->command));
 	json_object_set_new(j, "host", json_string(s->host));
-	json_object_set_new(j, "verdict", json_string(r->verdict));
+	json_object_set_new(j, "verdict", json_string(gs_verdict_name(r->verdict)));
 	json_object_set_new(j, "exit_status", json_integer(r->exit_status));
 	json_object_set_new(j, "dry_run", json_boolean(r->dry_run));
 	gs_reclaim_summary(r, summary, sizeof(summary));
@@ -355,7 +355,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 		 * GPUs are not clean, so a drain reason says what was wrong. */
 		char reason[1400];
 
-		if (r->reason && *r->reason && strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+		if (r->reason && *r->reason && !gs_verdict_ok(r->verdict))
 			snprintf(reason, sizeof(reason), "%s: %s", r->reason, summary);
 		else
 			snprintf(reason, sizeof(reason), "%s", r->reason && *r->reason ? r->reason : summary);

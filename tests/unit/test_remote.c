@@ -1,6 +1,6 @@
 /* Unit tests for src/fleet/remote.c: POSIX single-quote quoting (checked by
  * running real shells through fork/exec, never system()), the remote argv
- * rebuilt from a struct gs_cli (hostile values, '-'-leading values, -y and
+ * rebuilt from a struct gs_request (hostile values, '-'-leading values, -y and
  * --dry-run), and the local argv of every transport (ssh, pct, lxc, docker,
  * exec template). */
 #include <errno.h>
@@ -75,7 +75,7 @@ static void expect_strv(char *const *got, const char *const *want, const char *w
 	}
 }
 
-static void cli_init(struct gs_cli *c, enum gs_cmd cmd)
+static void cli_init(struct gs_request *c, enum gs_cmd cmd)
 {
 	/* The parser's defaults (src/cli/main.c parse_args). */
 	memset(c, 0, sizeof(*c));
@@ -299,7 +299,7 @@ static void test_join_roundtrip_shells(void **state)
 
 /* ---- the remote argv (tail) ------------------------------------------- */
 
-static char **tail_of(const struct gs_cli *c)
+static char **tail_of(const struct gs_request *c)
 {
 	char err[256] = "", **t = NULL;
 	int r = gs_remote_tail(c, &t, err, sizeof(err));
@@ -311,7 +311,7 @@ static char **tail_of(const struct gs_cli *c)
 
 static void test_tail_defaults(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
 	static const char *const st[] = { "--remote", "status", NULL };
 	static const char *const rc[] = { "--remote", "--grace", "10", "--yes", "--timeout", "60", "--tolerance=16",
@@ -360,7 +360,7 @@ static void test_tail_defaults(void **state)
  * none of reclaim's selection (the far side's parser refuses them there). */
 static void test_tail_what_travels(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
 	static const char *const st[] = { "--remote", "--gpus=0-3", "--no-nvml", "--nvml-timeout", "2.500", "status", NULL };
 	static const char *const wt[] = { "--remote", "--gpus=1", "--timeout", "0.001", "--tolerance=0", "--reason=r", "wait", NULL };
@@ -410,7 +410,7 @@ static void test_tail_what_travels(void **state)
  * --yes; --dry-run replaces it; never both. */
 static void test_tail_yes_dry_run(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
 	int yes, dry;
 
@@ -437,7 +437,7 @@ static void test_tail_yes_dry_run(void **state)
 static void test_tail_seconds_roundtrip(void **state)
 {
 	static const uint64_t ms[] = { 0, 1, 10, 999, 1000, 1001, 1500, 10000, 59999, 3600000, 604800000 };
-	struct gs_cli c;
+	struct gs_request c;
 
 	(void)state;
 	for (size_t i = 0; i < GS_ARRAY_SIZE(ms); i++) {
@@ -464,7 +464,7 @@ static void test_tail_seconds_roundtrip(void **state)
 
 static void test_tail_not_a_fleet_command(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char err[128] = "", **t = NULL;
 
 	(void)state;
@@ -477,9 +477,9 @@ static void test_tail_not_a_fleet_command(void **state)
 /* The far side's own option table (src/cli/options.c), to read the tail
  * back with GNU getopt_long exactly as the remote gpuslate does. */
 
-/* Parse argv (a program name, then the tail) into a struct gs_cli as the far
+/* Parse argv (a program name, then the tail) into a struct gs_request as the far
  * side would; fails on an option it did not expect. */
-static void far_parse(char *const *tail, struct gs_cli *ret)
+static void far_parse(char *const *tail, struct gs_request *ret)
 {
 	size_t n = strv_len(tail);
 	char **argv = calloc(n + 2, sizeof(*argv));
@@ -529,7 +529,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		"--grace=0", "status", "a b", "x';rm -rf ~;'", "$(reboot)", "`halt`", "a;b|c&d", "*",
 		"", "=", "--reason", "\xc3\xbc\xe6\x97\xa5", "\x1b]0;title\x07",
 	};
-	struct gs_cli c, back;
+	struct gs_request c, back;
 	char **t;
 
 	(void)state;
@@ -598,7 +598,7 @@ static void test_tail_hostile_values_reparse(void **state)
  * command string a login shell runs gives back exactly these words. */
 static void test_tail_hostile_through_shell(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "", **argv = NULL;
 	static const char *const want[] = {
@@ -649,7 +649,7 @@ static void test_tail_hostile_through_shell(void **state)
 
 static void test_tail_refused_words(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "", **t = NULL;
 	char *big = malloc(GS_REMOTE_WORD_MAX + 1);
@@ -690,7 +690,7 @@ static void test_tail_refused_words(void **state)
  * list messages show such bytes escaped. */
 static void test_tail_refusal_message_is_escaped(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char err[256] = "", **t = NULL;
 
 	(void)state;
@@ -704,7 +704,7 @@ static void test_tail_refusal_message_is_escaped(void **state)
 
 /* ---- context and transports ------------------------------------------- */
 
-static void ctx_make(struct gs_remote_ctx *ctx, const struct gs_cli *c, const struct gs_inventory *inv)
+static void ctx_make(struct gs_remote_ctx *ctx, const struct gs_request *c, const struct gs_inventory *inv)
 {
 	char err[256] = "";
 	int r = gs_remote_ctx_init(ctx, c, inv, err, sizeof(err));
@@ -726,7 +726,7 @@ static void expect_argv(const struct gs_remote_ctx *ctx, const char *host, const
 
 static void test_argv_plain_ssh(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	static const char *const plain[] = { "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "gpu01", "--",
 					     "'gpuslate' '--remote' 'status'", NULL };
@@ -752,7 +752,7 @@ static void test_argv_connect_timeout(void **state)
 		{ 1000, "ConnectTimeout=1" }, { 1001, "ConnectTimeout=2" },  { 10000, "ConnectTimeout=10" },
 		{ 10500, "ConnectTimeout=11" }, { 604800000, "ConnectTimeout=604800" },
 	};
-	struct gs_cli c;
+	struct gs_request c;
 
 	(void)state;
 	for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
@@ -774,7 +774,7 @@ static void test_argv_connect_timeout(void **state)
 
 static void test_argv_custom_ssh_and_remote_cmd(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "";
 	static const char *const want[] = { "/usr/bin/ssh", "-F", "/my config", "-J", "bastion", "-o", "BatchMode=yes",
@@ -843,7 +843,7 @@ static void inventory_make(struct gs_inventory *inv)
 
 static void test_argv_transports(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	static const char *const gpu01[] = { SSH_HEAD, "-o", "ProxyJump=bastion", "-o", "StrictHostKeyChecking=yes",
@@ -903,7 +903,7 @@ static void test_argv_transports(void **state)
 /* docs/fleet.md, "Proxmox": the exact command shown for ct129. */
 static void test_argv_docs_proxmox_example(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	char err[256] = "";
@@ -937,7 +937,7 @@ static void test_argv_hostile_every_transport(void **state)
 					     "box2", "gpu99" };
 	static const char *const targets[] = { "gpu01", "gpu02", "gpu06", "pve1", "pve1", "root@pve2", "box",
 					       "dock1", "gpu99" };
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	const char *v = "-y ' \"; $(touch pwned) `touch pwned2` >pwned3 | cat & * ~ \\";

@@ -1,0 +1,48 @@
+/* The verdict table; see verdict.h. */
+#include "core/verdict.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	enum gs_exit exit;
+} verdicts[] = {
+	[GS_VERDICT_NONE] = { NULL, GS_EXIT_USAGE },
+	[GS_VERDICT_CLEAN] = { "clean", GS_EXIT_CLEAN },
+	[GS_VERDICT_SELECTION_GONE] = { "selection-gone", GS_EXIT_SELECTION_GONE },
+	[GS_VERDICT_NOT_CLEAN] = { "not-clean", GS_EXIT_NOT_CLEAN },
+	[GS_VERDICT_NO_MATCH] = { "no-match", GS_EXIT_NO_MATCH },
+	[GS_VERDICT_REFUSED] = { "refused", GS_EXIT_REFUSED },
+	[GS_VERDICT_DRY_RUN] = { "dry-run", GS_EXIT_CLEAN },
+	[GS_VERDICT_DRIVER_FAILURE] = { "driver-failure", GS_EXIT_DRIVER },
+	/* Holders gone but memory unknown: never "clean", and not a verdict
+	 * about the processes either; the driver could not say. */
+	[GS_VERDICT_UNVERIFIED] = { "unverified", GS_EXIT_DRIVER },
+};
+
+const char *gs_verdict_name(enum gs_verdict v)
+{
+	return (size_t)v < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[v].name : NULL;
+}
+
+enum gs_exit gs_verdict_exit(enum gs_verdict v)
+{
+	return (size_t)v < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[v].exit : GS_EXIT_USAGE;
+}
+
+int gs_verdict_parse(const char *name, enum gs_verdict *ret)
+{
+	for (size_t i = 0; name && i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+		if (verdicts[i].name && !strcmp(verdicts[i].name, name)) {
+			*ret = (enum gs_verdict)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+bool gs_verdict_ok(enum gs_verdict v)
+{
+	return v == GS_VERDICT_CLEAN || v == GS_VERDICT_DRY_RUN;
+}

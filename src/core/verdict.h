@@ -1,0 +1,45 @@
+/* Verdicts and exit statuses: one table of what a run concluded, the word
+ * that names it (text, JSON, the last-reclaim file, a fleet's reader) and
+ * the exit status it gives. Exit statuses are a documented promise
+ * (gpuslate(1), docs/json.md); nothing else spells them as numbers. */
+#ifndef GS_VERDICT_H
+#define GS_VERDICT_H
+
+#include <stdbool.h>
+
+enum gs_exit {
+	GS_EXIT_CLEAN = 0,
+	GS_EXIT_NOT_CLEAN = 1,
+	GS_EXIT_USAGE = 2,
+	GS_EXIT_DRIVER = 3,
+	GS_EXIT_HOSTS = 4,
+	GS_EXIT_REFUSED = 5,
+	/* The selection is gone, but processes it left alone (not protected
+	 * daemons) still hold memory on the selected GPUs. */
+	GS_EXIT_SELECTION_GONE = 6,
+	/* A filter (-u, --unit, --container, --match) matched no process. */
+	GS_EXIT_NO_MATCH = 7,
+};
+
+enum gs_verdict {
+	GS_VERDICT_NONE = 0,        /* no verdict: the run failed before one (an error) */
+	GS_VERDICT_CLEAN,
+	GS_VERDICT_SELECTION_GONE,
+	GS_VERDICT_NOT_CLEAN,
+	GS_VERDICT_NO_MATCH,
+	GS_VERDICT_REFUSED,
+	GS_VERDICT_DRY_RUN,
+	GS_VERDICT_DRIVER_FAILURE,
+	GS_VERDICT_UNVERIFIED,
+};
+
+/* "clean", "selection-gone", ...; NULL for GS_VERDICT_NONE. */
+const char *gs_verdict_name(enum gs_verdict v);
+/* The exit status a verdict gives. */
+enum gs_exit gs_verdict_exit(enum gs_verdict v);
+/* The verdict a name stands for; -EINVAL for a name no verdict has. */
+int gs_verdict_parse(const char *name, enum gs_verdict *ret);
+/* Verdicts that say nothing is wrong: clean, and a dry run that changed nothing. */
+bool gs_verdict_ok(enum gs_verdict v);
+
+#endif
