@@ -1,6 +1,7 @@
 /* gpuslate reclaim and gpuslate wait: the request to the pipeline
  * (core/reclaim.c), the plan, the question and the progress line on the
  * terminal, the report, and the exit status. */
+#include "core/json_keys.h"
 #include "cli/cli.h"
 #include "core/reclaim.h"
 #include "out/reclaim_out.h"
@@ -124,7 +125,7 @@ static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
 	else
 		gs_print_reclaim_report(mf, rep);
 	if (fclose(mf) == 0)
-		json_object_set_new(j, "output", json_stringn(text, len));
+		json_object_set_new(j, GS_JK_OUTPUT, json_stringn(text, len));
 	free(text);
 }
 

@@ -1,8 +1,10 @@
 /* gpuslate status: show every GPU and everything that holds it. */
+#include "core/json_keys.h"
 #include "cli/cli.h"
 #include "core/gpusel.h"
 #include "core/reclaim.h"
 #include "core/snapshot.h"
+#include "core/status.h"
 #include "out/status_out.h"
 #include "util/util.h"
 
@@ -123,7 +125,9 @@ int gs_cmd_status(const struct gs_request *cli)
 	}
 
 	if (cli->json) {
-		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
+		json_t *j = gs_json_status(&s, &sel, !cli->gpus,
+					   no_driver ? GS_VERDICT_DRIVER_FAILURE
+						     : gs_status_verdict(&s, &sel, !cli->gpus, cli->tolerance_mib));
 
 		if (remote_wants_text(cli) && !no_driver) {
 			char *text = NULL;
@@ -134,7 +138,7 @@ int gs_cmd_status(const struct gs_request *cli)
 			if (mf && fclose(mf) != 0 && r == 0)
 				r = -ENOMEM;
 			if (r == 0)
-				json_object_set_new(j, "output", json_stringn(text, len));
+				json_object_set_new(j, GS_JK_OUTPUT, json_stringn(text, len));
 			free(text);
 			if (r < 0) {
 				gs_err("%s", r == -ENOMEM ? "out of memory" : err);
