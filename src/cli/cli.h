@@ -7,22 +7,20 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "core/options.h"
 #include "core/request.h"
 #include "core/verdict.h"
 
-/* Values of the long-only options in gs_cli_long_opts. */
-enum {
-	OPT_UNIT = 0x100, OPT_CONTAINER, OPT_MATCH, OPT_INCLUDE_CLIENTS, OPT_INCLUDE,
-	OPT_GRACE, OPT_TIMEOUT, OPT_TOLERANCE, OPT_NO_UNITS, OPT_REASON, OPT_JSON, OPT_CSV,
-	OPT_QUERY_GPU, OPT_QUERY_APPS, OPT_FORMAT, OPT_HOSTS_FILE, OPT_SSH, OPT_REMOTE_CMD,
-	OPT_CONNECT_TIMEOUT, OPT_COMMAND_TIMEOUT, OPT_NVML_LIB, OPT_DEV_ROOT, OPT_PROC_ROOT,
-	OPT_NO_NVML, OPT_NVML_TIMEOUT, OPT_REMOTE,
-};
-
-/* The option table, one for the parser (main.c) and for the tests that read
- * back what a remote gpuslate will parse (tests/unit/test_remote.c). */
-extern const struct option gs_cli_long_opts[];
+/* Parse the command line into req (defaults first, then the options, the
+ * command, and the checks that span options). Prints the error; -EINVAL
+ * on a usage error. --help and --version print and exit. */
+int gs_cli_parse(int argc, char **argv, struct gs_request *req);
+void gs_cli_usage(FILE *f);
+/* getopt_long's tables, made from the option table (core/options.c); the
+ * tests read a remote tail back with them as the far side does. */
+void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short);
 
 int gs_cmd_status(const struct gs_request *cli);
 int gs_cmd_reclaim(const struct gs_request *cli);

@@ -1,5 +1,6 @@
 /* The per-host command of a fleet run; see remote.h for the shapes. */
 #include "fleet/remote.h"
+#include "core/options.h"
 #include "fleet/merge.h"
 
 #include <errno.h>
@@ -187,70 +188,85 @@ static int add_opt(struct strv *s, const char *opt, const char *val)
 	return strv_addf(s, "%s=%s", opt, val);
 }
 
-int gs_remote_tail(const struct gs_request *cli, char ***ret, char *err, size_t errlen)
+/* One option of the table as the far side must read it. */
+static int add_forwarded(struct strv *s, const struct gs_option *o, const struct gs_request *req)
+{
+	const char *base = (const char *)req;
+	char opt[48];
+
+	snprintf(opt, sizeof(opt), "--%s", o->name);
+	if (o->forward == GS_FWD_SPECIAL) {
+		switch (o->key) {
+		case 'y':
+			/* The operator confirmed on this side (or gave -y); the
+			 * far side has no terminal to ask on. */
+			return req->dry_run ? 0 : strv_add(s, opt);
+		case 'v':
+			/* The text forms travel inside the JSON document
+			 * ("output"); the controller prefixes each line. */
+			return req->verbose && !req->json ? strv_add(s, opt) : 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	switch (o->type) {
+	case GS_OT_FLAG:
+	case GS_OT_REMOTE:
+		return *(const bool *)(base + o->off) ? strv_add(s, opt) : 0;
+	case GS_OT_STRING:
+	case GS_OT_GPUS:
+	case GS_OT_FORMAT: {
+		const char *v = *(const char *const *)(base + o->off);
+
+		return v ? add_opt(s, opt, v) : 0;
+	}
+	case GS_OT_LIST: {
+		const char *const *v = (const char *const *)(base + o->off);
+		size_t n = *(const size_t *)(base + o->count_off);
+		int r = 0;
+
+		for (size_t i = 0; !r && i < n; i++)
+			r = add_opt(s, opt, v[i]);
+		return r;
+	}
+	case GS_OT_MS: {
+		uint64_t ms = *(const uint64_t *)(base + o->off);
+
+		return ms || o->forward == GS_FWD_ALWAYS ? add_secs(s, opt, ms) : 0;
+	}
+	case GS_OT_MS_SHORT: {
+		unsigned ms = *(const unsigned *)(base + o->off);
+
+		return ms || o->forward == GS_FWD_ALWAYS ? add_secs(s, opt, ms) : 0;
+	}
+	case GS_OT_MIB:
+		return strv_addf(s, "%s=%llu", opt, (unsigned long long)*(const uint64_t *)(base + o->off));
+	case GS_OT_FANOUT:
+	case GS_OT_HELP:
+	case GS_OT_VERSION:
+		break;
+	}
+	return -EINVAL;
+}
+
+int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t errlen)
 {
 	struct strv s = { 0 };
-	bool acts = cli->cmd == GS_CMD_RECLAIM;
-	bool waits = cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT;
 	int r = 0;
 
-	if (cli->cmd != GS_CMD_STATUS && cli->cmd != GS_CMD_RECLAIM && cli->cmd != GS_CMD_WAIT) {
+	if (req->cmd != GS_CMD_STATUS && req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT) {
 		seterr(err, errlen, "no fleet command");
 		return -EINVAL;
 	}
 	r = strv_add(&s, "--remote");
-	if (!r && cli->gpus)
-		r = add_opt(&s, "--gpus", cli->gpus);
-	if (!r && cli->no_nvml)
-		r = strv_add(&s, "--no-nvml");
-	if (!r && cli->nvml_timeout_ms)
-		r = add_secs(&s, "--nvml-timeout", cli->nvml_timeout_ms);
-	/* The text forms travel inside the JSON document ("output"); the
-	 * controller prefixes each line with the host. */
-	if (!r && cli->verbose && !cli->json)
-		r = strv_add(&s, "--verbose");
-	if (cli->cmd == GS_CMD_STATUS) {
-		if (!r && cli->csv)
-			r = strv_add(&s, "--csv");
-		if (!r && cli->query_gpu)
-			r = add_opt(&s, "--query-gpu", cli->query_gpu);
-		if (!r && cli->query_apps)
-			r = add_opt(&s, "--query-compute-apps", cli->query_apps);
-		if (!r && cli->format)
-			r = add_opt(&s, "--format", cli->format);
-	}
-	if (acts) {
-		for (size_t i = 0; !r && i < cli->n_users; i++)
-			r = add_opt(&s, "--user", cli->users[i]);
-		for (size_t i = 0; !r && i < cli->n_units; i++)
-			r = add_opt(&s, "--unit", cli->units[i]);
-		for (size_t i = 0; !r && i < cli->n_containers; i++)
-			r = add_opt(&s, "--container", cli->containers[i]);
-		if (!r && cli->match)
-			r = add_opt(&s, "--match", cli->match);
-		if (!r && cli->include_clients)
-			r = strv_add(&s, "--include-clients");
-		for (size_t i = 0; !r && i < cli->n_includes; i++)
-			r = add_opt(&s, "--include", cli->includes[i]);
-		if (!r && cli->no_units)
-			r = strv_add(&s, "--no-units");
-		if (!r)
-			r = add_secs(&s, "--grace", cli->grace_ms);
-		/* The operator confirmed on this side (or gave -y); the far side
-		 * has no terminal to ask on. */
-		if (!r)
-			r = strv_add(&s, cli->dry_run ? "--dry-run" : "--yes");
-	}
-	if (waits) {
-		if (!r)
-			r = add_secs(&s, "--timeout", cli->timeout_ms);
-		if (!r)
-			r = strv_addf(&s, "--tolerance=%llu", (unsigned long long)cli->tolerance_mib);
-		if (!r && cli->reason)
-			r = add_opt(&s, "--reason", cli->reason);
-	}
+	/* The option table says what travels (core/options.c): what selects,
+	 * acts and times, for the commands that take it, never the local
+	 * ones (-w, --ssh, --dev-root). */
+	for (const struct gs_option *o = gs_options; !r && o->name; o++)
+		if (o->forward != GS_FWD_NO && gs_option_valid_for(o, req->cmd))
+			r = add_forwarded(&s, o, req);
 	if (!r)
-		r = strv_add(&s, cli->cmd_name);
+		r = strv_add(&s, req->cmd_name);
 	if (r < 0) {
 		strv_release(&s);
 		seterr(err, errlen, "out of memory");
@@ -280,7 +296,7 @@ static int split_or_default(const char *s, const char *def, char ***ret, size_t 
 	return gs_inventory_split_words(s && *s ? s : def, ret, n);
 }
 
-int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *cli, const struct gs_inventory *inv,
+int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *req, const struct gs_inventory *inv,
 		       char *err, size_t errlen)
 {
 	size_t n = 0;
@@ -288,22 +304,22 @@ int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *cli, 
 
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->inv = inv;
-	ctx->connect_timeout_ms = cli->connect_timeout_ms;
-	r = split_or_default(cli->ssh_cmd, "ssh", &ctx->ssh, &n);
+	ctx->connect_timeout_ms = req->connect_timeout_ms;
+	r = split_or_default(req->ssh_cmd, "ssh", &ctx->ssh, &n);
 	if (r < 0 || n == 0) {
-		seterr(err, errlen, "invalid ssh command '%s'%s", cli->ssh_cmd ? cli->ssh_cmd : "",
+		seterr(err, errlen, "invalid ssh command '%s'%s", req->ssh_cmd ? req->ssh_cmd : "",
 		       r == -EINVAL ? ": unterminated quote" : ": empty");
 		r = r < 0 ? r : -EINVAL;
 		goto fail;
 	}
-	r = split_or_default(cli->remote_cmd, "gpuslate", &ctx->remote_cmd, &n);
+	r = split_or_default(req->remote_cmd, "gpuslate", &ctx->remote_cmd, &n);
 	if (r < 0 || n == 0) {
-		seterr(err, errlen, "invalid --remote-cmd '%s'%s", cli->remote_cmd ? cli->remote_cmd : "",
+		seterr(err, errlen, "invalid --remote-cmd '%s'%s", req->remote_cmd ? req->remote_cmd : "",
 		       r == -EINVAL ? ": unterminated quote" : ": empty");
 		r = r < 0 ? r : -EINVAL;
 		goto fail;
 	}
-	r = gs_remote_tail(cli, &ctx->tail, err, errlen);
+	r = gs_remote_tail(req, &ctx->tail, err, errlen);
 	if (r < 0)
 		goto fail;
 	return 0;

@@ -314,7 +314,7 @@ static void test_tail_defaults(void **state)
 	struct gs_request c;
 	char **t;
 	static const char *const st[] = { "--remote", "status", NULL };
-	static const char *const rc[] = { "--remote", "--grace", "10", "--yes", "--timeout", "60", "--tolerance=16",
+	static const char *const rc[] = { "--remote", "--yes", "--grace", "10", "--timeout", "60", "--tolerance=16",
 					  "reclaim", NULL };
 	static const char *const wt[] = { "--remote", "--timeout", "60", "--tolerance=16", "wait", NULL };
 
@@ -337,8 +337,8 @@ static void test_tail_defaults(void **state)
 	/* The text forms of status travel (the far side puts the text in its
 	 * document), and -v for the text report. */
 	{
-		static const char *const qt[] = { "--remote", "--verbose", "--query-gpu=index,memory.used",
-						  "--format=csv,noheader", "status", NULL };
+		static const char *const qt[] = { "--remote", "--query-gpu=index,memory.used",
+						  "--format=csv,noheader", "--verbose", "status", NULL };
 		static const char *const ct[] = { "--remote", "--csv", "status", NULL };
 
 		cli_init(&c, GS_CMD_STATUS);
@@ -362,7 +362,7 @@ static void test_tail_what_travels(void **state)
 {
 	struct gs_request c;
 	char **t;
-	static const char *const st[] = { "--remote", "--gpus=0-3", "--no-nvml", "--nvml-timeout", "2.500", "status", NULL };
+	static const char *const st[] = { "--remote", "--gpus=0-3", "--nvml-timeout", "2.500", "--no-nvml", "status", NULL };
 	static const char *const wt[] = { "--remote", "--gpus=1", "--timeout", "0.001", "--tolerance=0", "--reason=r", "wait", NULL };
 
 	(void)state;
@@ -484,6 +484,8 @@ static void far_parse(char *const *tail, struct gs_request *ret)
 	size_t n = strv_len(tail);
 	char **argv = calloc(n + 2, sizeof(*argv));
 	int c, argc = (int)n + 1;
+	const struct option *lo;
+	const char *so;
 
 	assert_non_null(argv);
 	argv[0] = (char *)"gpuslate";
@@ -492,7 +494,8 @@ static void far_parse(char *const *tail, struct gs_request *ret)
 	memset(ret, 0, sizeof(*ret));
 	optind = 0; /* full re-initialisation of GNU getopt */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", gs_cli_long_opts, NULL)) != -1) {
+	gs_cli_getopt_tables(&lo, &so);
+	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
 		switch (c) {
 		case 'g': ret->gpus = optarg; break;
 		case 'u': ret->users[ret->n_users++] = optarg; break;
@@ -602,14 +605,15 @@ static void test_tail_hostile_through_shell(void **state)
 	struct gs_remote_ctx ctx;
 	char err[256] = "", **argv = NULL;
 	static const char *const want[] = {
-		"gpuslate", "--remote", "--gpus=0,2", "--nvml-timeout", "0.250",
+		"gpuslate", "--remote", "--gpus=0,2",
 		"--user=-rf", "--user=alice bob",
 		"--unit=a b.service", "--unit=x';rm -rf ~;'.service",
 		"--container=c$(id)",
 		"--match=^(python|--help)$ `id` ; echo pwned | sh & *",
-		"--include-clients", "--include=-y", "--no-units",
-		"--grace", "1.500", "--dry-run", "--timeout", "0", "--tolerance=0",
+		"--include-clients", "--include=-y",
+		"--dry-run", "--grace", "1.500", "--timeout", "0", "--tolerance=0", "--no-units",
 		"--reason=-- $(reboot) `halt`; echo 'pwned' | sh & * \\ \"q\" \xc3\xbc",
+		"--nvml-timeout", "0.250",
 		"reclaim", NULL,
 	};
 	size_t n;
@@ -909,7 +913,7 @@ static void test_argv_docs_proxmox_example(void **state)
 	char err[256] = "";
 	static const char *const want[] = {
 		SSH_HEAD, "root@pve1", "--",
-		"'pct' 'exec' '129' '--' 'gpuslate' '--remote' '--unit=ollama.service' '--grace' '10' '--yes' "
+		"'pct' 'exec' '129' '--' 'gpuslate' '--remote' '--unit=ollama.service' '--yes' '--grace' '10' "
 		"'--timeout' '60' '--tolerance=16' 'reclaim'",
 		NULL,
 	};
