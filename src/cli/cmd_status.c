@@ -103,7 +103,7 @@ int gs_cmd_status(const struct gs_request *cli)
 	}
 	/* A GPU query (the nvidia-smi compatible one) needs no holder scan. */
 	d.gpus_only = cli->query_gpu != NULL && !cli->remote; /* a fleet judges the holders too */
-	r = gs_discover_snapshot(&d, &s);
+	r = gs_snapshot_take(&d, &s);
 	if (r < 0 && r != -ENODEV) {
 		gs_err("cannot read GPU state: %s", gs_discover_error(&d)[0] ? gs_discover_error(&d) : strerror(-r));
 		gs_discover_close(&d);

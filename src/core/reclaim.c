@@ -412,7 +412,7 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	if (r < 0)
 		return fail(rc, r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : GS_EXIT_DRIVER, "%s", err);
 	rc->stage = STAGE_DISCOVER;
-	r = gs_discover_snapshot(&rc->d, &rc->s);
+	r = gs_snapshot_take(&rc->d, &rc->s);
 	if (r < 0 && r != -ENODEV)
 		return fail(rc, GS_EXIT_DRIVER, "cannot read GPU state: %s",
 			    gs_discover_error(&rc->d)[0] ? gs_discover_error(&rc->d) : strerror(-r));

@@ -146,7 +146,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 
 	*ret_old_left = false;
 	*ret_new = false;
-	rc = gs_discover_snapshot(d, &s);
+	rc = gs_snapshot_take(d, &s);
 	if (rc < 0 && rc != -ENODEV)
 		return rc;
 	rc = gs_discover_ptable(d, &pt);
@@ -215,7 +215,7 @@ static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, st
 			gpus[n++] = r->gpus[g].gpu;
 	if (!n)
 		return 0;
-	rc = gs_discover_memory(d, o->before, gpus, n, mem);
+	rc = gs_snapshot_memory(d, o->before, gpus, n, mem);
 	if (rc < 0)
 		return rc;
 	for (size_t g = 0; g < r->n_gpus && k < n; g++) {
