@@ -23,6 +23,7 @@ void gs_request_selection(const struct gs_request *req, struct gs_selection *sel
 	sel->filters.containers = req->containers;
 	sel->filters.n_containers = req->n_containers;
 	sel->filters.match = req->match;
+	sel->filters.resolve_user = gs_user_uid;
 	sel->include_clients = req->include_clients;
 	sel->includes = req->includes;
 	sel->n_includes = req->n_includes;
