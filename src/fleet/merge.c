@@ -289,8 +289,14 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 	/* A host that writes its own verdict (core/status.c) is taken at its
 	 * word; the loop above only names what holds the GPUs. Older hosts
 	 * are judged by the same rule from their document. */
+	if (host_judged && said == GS_VERDICT_CLEAN) {
+		free(why->p); /* nothing to name on a clean host */
+		why->p = NULL;
+		why->len = 0;
+		return GS_HV_CLEAN;
+	}
 	if (host_judged)
-		return said == GS_VERDICT_CLEAN ? GS_HV_CLEAN : GS_HV_NOT_CLEAN;
+		return GS_HV_NOT_CLEAN;
 	return v;
 }
 
