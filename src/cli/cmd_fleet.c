@@ -154,8 +154,10 @@ static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlis
 		       hosts->n == 1 ? "" : "s");
 		return GS_EXIT_REFUSED;
 	}
-	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0)
-		return GS_EXIT_DRIVER;
+	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0) {
+		gs_err("out of memory");
+		return GS_EXIT_OUT_OF_MEMORY;
+	}
 	fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
 		hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
 		cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
@@ -274,7 +276,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	r = gs_remote_ctx_init(&ctx, cli, have_inv ? &inv : NULL, err, sizeof(err));
 	if (r < 0) {
 		gs_err("%s", err);
-		rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+		rc = gs_exit_of_error(r, GS_EXIT_USAGE);
 		goto out;
 	}
 	argvs = calloc(hosts.n, sizeof(*argvs));
@@ -282,14 +284,14 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	outs = calloc(hosts.n, sizeof(*outs));
 	if (!argvs || !results || !outs) {
 		gs_err("out of memory");
-		rc = GS_EXIT_DRIVER;
+		rc = GS_EXIT_OUT_OF_MEMORY;
 		goto out;
 	}
 	for (size_t i = 0; i < hosts.n; i++) {
 		r = gs_remote_argv(&ctx, hosts.hosts[i], &argvs[i], err, sizeof(err));
 		if (r < 0) {
 			gs_err("%s", err);
-			rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+			rc = gs_exit_of_error(r, GS_EXIT_USAGE);
 			goto out;
 		}
 	}
@@ -346,7 +348,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		sigaction(SIGPIPE, &old_pipe, NULL);
 		if (r < 0 || fr.err < 0) {
 			gs_err("running the fleet failed: %s", strerror(-(r < 0 ? r : fr.err)));
-			rc = GS_EXIT_DRIVER;
+			rc = gs_exit_of_error(r < 0 ? r : fr.err, GS_EXIT_DRIVER);
 			goto out;
 		}
 	}
@@ -357,7 +359,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		r = print_prefixed(results, hosts.n);
 		if (r < 0) {
 			gs_err("out of memory");
-			rc = GS_EXIT_DRIVER;
+			rc = GS_EXIT_OUT_OF_MEMORY;
 			goto out;
 		}
 		for (size_t i = 0; i < hosts.n; i++) {
@@ -380,7 +382,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 			r = print_prefixed(results, hosts.n);
 			if (r < 0) {
 				gs_err("out of memory");
-				rc = GS_EXIT_DRIVER;
+				rc = GS_EXIT_OUT_OF_MEMORY;
 				goto out;
 			}
 			if (r > 0)
@@ -389,7 +391,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		r = gs_fleet_render_text(results, hosts.n, fleet_interrupted, &text);
 		if (r < 0) {
 			gs_err("out of memory");
-			rc = GS_EXIT_DRIVER;
+			rc = GS_EXIT_OUT_OF_MEMORY;
 			goto out;
 		}
 		fputs(text, stdout);

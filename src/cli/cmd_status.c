@@ -145,7 +145,7 @@ int gs_cmd_status(const struct gs_request *cli)
 				json_decref(j);
 				gs_snapshot_free(&s);
 				gs_discover_close(&d);
-				return r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+				return gs_exit_of_error(r, GS_EXIT_USAGE);
 			}
 		}
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));

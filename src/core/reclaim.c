@@ -284,7 +284,8 @@ static int apply_filters(struct gs_reclaim *rc)
 		gs_filters_free(&f);
 	}
 	if (r < 0)
-		return fail(rc, r == -EINVAL ? GS_EXIT_USAGE : GS_EXIT_DRIVER, "%s", r == -EINVAL ? err : strerror(-r));
+		return fail(rc, r == -EINVAL ? GS_EXIT_USAGE : gs_exit_of_error(r, GS_EXIT_DRIVER), "%s",
+			    r == -EINVAL ? err : strerror(-r));
 	rc->rep.n_unmatched = gs_filters_unmatched(&rc->sel.filters, &rc->host.hits, rc->unmatched,
 						   GS_ARRAY_SIZE(rc->unmatched));
 	for (size_t i = 0; i < rc->host.n_resolved && i < GS_ARRAY_SIZE(rc->resolved); i++)
@@ -346,7 +347,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 
 	r = gs_verify_begin(&rc->d, &vo, &rc->vr);
 	if (r < 0)
-		return fail(rc, GS_EXIT_DRIVER, "verification failed: %s", strerror(-r));
+		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "verification failed: %s", strerror(-r));
 	if (acting && rc->plan.n_targets) {
 		struct gs_stop_opts so = {
 			.tick = stop_tick,
@@ -362,7 +363,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 
 		r = gs_stop_run(&rc->plan, gs_discover_proc_fd(&rc->d), &so, &rc->stop);
 		if (r < 0)
-			return fail(rc, GS_EXIT_DRIVER, "stopping failed: %s", strerror(-r));
+			return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "stopping failed: %s", strerror(-r));
 		rc->rep.stop = &rc->stop;
 	}
 	/* Decided after the stop: a unit whose stop failed had its processes
@@ -380,7 +381,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 	if (rc->hooks->progress_end)
 		rc->hooks->progress_end(rc->hooks->ud);
 	if (r < 0)
-		return fail(rc, GS_EXIT_DRIVER, "verification failed: %s", strerror(-r));
+		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "verification failed: %s", strerror(-r));
 	rc->rep.verify = &rc->vr;
 	judge(rc);
 	return 0;
@@ -410,11 +411,11 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 		return 0;
 	r = gs_request_discover_open(req, &rc->d, err, sizeof(err));
 	if (r < 0)
-		return fail(rc, r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : GS_EXIT_DRIVER, "%s", err);
+		return fail(rc, r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : gs_exit_of_error(r, GS_EXIT_DRIVER), "%s", err);
 	rc->stage = STAGE_DISCOVER;
 	r = gs_snapshot_take(&rc->d, &rc->s);
 	if (r < 0 && r != -ENODEV)
-		return fail(rc, GS_EXIT_DRIVER, "cannot read GPU state: %s",
+		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "cannot read GPU state: %s",
 			    gs_discover_error(&rc->d)[0] ? gs_discover_error(&rc->d) : strerror(-r));
 	rc->stage = STAGE_SNAPSHOT;
 	if (r == -ENODEV) {
@@ -426,13 +427,13 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 		rc->hooks->snapshot_ready(rc->hooks->ud, &rc->s);
 	r = gs_discover_ptable(&rc->d, &rc->pt);
 	if (r < 0)
-		return fail(rc, GS_EXIT_DRIVER, "cannot read the process table: %s", strerror(-r));
+		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "cannot read the process table: %s", strerror(-r));
 	gs_request_selection(req, &rc->sel);
 	if (gs_filters_any(&rc->sel.filters) && apply_filters(rc) == 0)
 		return 0;
 	r = gs_plan_build(&rc->s, &rc->pt, &rc->sel, rc->d.self, &rc->d.self_owner, &rc->plan, err, sizeof(err));
 	if (r < 0)
-		return fail(rc, r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE, "%s", err);
+		return fail(rc, gs_exit_of_error(r, GS_EXIT_USAGE), "%s", err);
 	rc->stage = STAGE_PLAN;
 	rc->rep.before = &rc->s;
 	rc->rep.plan = &rc->plan;

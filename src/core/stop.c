@@ -97,22 +97,26 @@ static void send_signal(struct gs_pidref *ref, int proc_fd, struct gs_proc_resul
 		pr->outcome = GS_OUT_PERMISSION;
 }
 
+/* The poll set of wait_refs, one slot per target. Allocated with the rest
+ * before anything is signalled: an allocation failure inside the wait would
+ * end the grace period at once and go straight to SIGKILL. */
+struct wait_set {
+	struct pollfd *pfd;
+	size_t *idx;
+};
+
 /* Wait until every pending ref has exited or timeout_ms passed. Marks
  * exited ones with `outcome`. Returns when all are done, on timeout, or on
  * interruption. */
 static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bool *active, size_t n,
-		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o)
+		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o,
+		      const struct wait_set *ws)
 {
 	uint64_t deadline = gs_now_ms() + timeout_ms;
-	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	struct pollfd *pfd = ws->pfd;
+	size_t *idx = ws->idx;
 	bool settling = false;
 
-	if (!pfd || !idx) {
-		free(pfd);
-		free(idx);
-		return;
-	}
 	for (;;) {
 		size_t m = 0;
 		uint64_t now;
@@ -155,8 +159,6 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			(void)poll(pfd, m, t);
 		}
 	}
-	free(pfd);
-	free(idx);
 }
 
 /* [pct exec CT -- | lxc-attach -n CT --] systemctl VERB [OPTIONS] -- UNIT */
@@ -292,6 +294,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *r)
 {
 	struct gs_pidref *refs;
+	struct wait_set ws;
 	bool *active;
 	size_t n = p->n_targets;
 
@@ -301,9 +304,14 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	r->units = calloc(p->n_units ? p->n_units : 1, sizeof(*r->units));
 	refs = calloc(n ? n : 1, sizeof(*refs));
 	active = calloc(n ? n : 1, sizeof(*active));
-	if (!r->procs || !r->units || !refs || !active) {
+	ws.pfd = calloc(n ? n : 1, sizeof(*ws.pfd));
+	ws.idx = calloc(n ? n : 1, sizeof(*ws.idx));
+	if (!r->procs || !r->units || !refs || !active || !ws.pfd || !ws.idx) {
+		/* Nothing was signalled: no stop on an error path. */
 		free(refs);
 		free(active);
+		free(ws.pfd);
+		free(ws.idx);
 		gs_stop_result_free(r);
 		return -ENOMEM;
 	}
@@ -374,7 +382,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
 	}
 	if (!interrupted(o))
-		wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o);
+		wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &ws);
 
 	for (size_t i = 0; i < n && !interrupted(o); i++) {
 		struct gs_proc_result *pr = &r->procs[i];
@@ -384,7 +392,8 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGKILL, GS_SENT_KILL);
 	}
 	if (!interrupted(o))
-		wait_refs(refs, r, active, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o);
+		wait_refs(refs, r, active, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o,
+			  &ws);
 
 	for (size_t i = 0; i < n; i++) {
 		struct gs_proc_result *pr = &r->procs[i];
@@ -410,5 +419,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	r->interrupted = user_interrupted(o);
 	free(refs);
 	free(active);
+	free(ws.pfd);
+	free(ws.idx);
 	return 0;
 }

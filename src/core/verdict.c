@@ -46,3 +46,8 @@ bool gs_verdict_ok(enum gs_verdict v)
 {
 	return v == GS_VERDICT_CLEAN || v == GS_VERDICT_DRY_RUN;
 }
+
+enum gs_exit gs_exit_of_error(int err, enum gs_exit otherwise)
+{
+	return err == -ENOMEM ? GS_EXIT_OUT_OF_MEMORY : otherwise;
+}

@@ -19,6 +19,9 @@ enum gs_exit {
 	GS_EXIT_SELECTION_GONE = 6,
 	/* A filter (-u, --unit, --container, --match) matched no process. */
 	GS_EXIT_NO_MATCH = 7,
+	/* gpuslate ran out of memory: it could not finish, so the GPUs are
+	 * not known to be clean (see gs_exit_of_error). */
+	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,
 };
 
 enum gs_verdict {
@@ -39,6 +42,12 @@ const char *gs_verdict_name(enum gs_verdict v);
 enum gs_exit gs_verdict_exit(enum gs_verdict v);
 /* The verdict a name stands for; -EINVAL for a name no verdict has. */
 int gs_verdict_parse(const char *name, enum gs_verdict *ret);
+/* The exit status of a run that failed with -errno err: out of memory is
+ * "not clean" (gpuslate could not finish, so it cannot say the GPUs are
+ * free; neither the driver nor the input is at fault, and a driver failure
+ * would send an operator to reset a GPU); any other error gives otherwise. */
+enum gs_exit gs_exit_of_error(int err, enum gs_exit otherwise);
+
 /* Verdicts that say nothing is wrong: clean, and a dry run that changed nothing. */
 bool gs_verdict_ok(enum gs_verdict v);
 
