@@ -405,7 +405,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	}
 out:
 	for (size_t i = 0; argvs && i < hosts.n; i++)
-		gs_inventory_strv_free(argvs[i]);
+		gs_strv_free(argvs[i]);
 	for (size_t i = 0; results && i < hosts.n; i++)
 		gs_host_result_free(&results[i]);
 	for (size_t i = 0; outs && i < hosts.n; i++)

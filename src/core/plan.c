@@ -99,10 +99,7 @@ static bool passes_filters(const struct gs_holder *h, const struct gs_filters *f
  * included: taking it by association would take those too. */
 static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel)
 {
-	for (int k = 0; k < 4; k++)
-		if ((h->gpus.bits[k] | h->nvml_gpus.bits[k]) & ~sel->bits[k])
-			return true;
-	return false;
+	return gs_set256_outside(h->gpus.bits, sel->bits) || gs_set256_outside(h->nvml_gpus.bits, sel->bits);
 }
 
 /* Safety rules that no selection overrides. Returns true and sets *why when
@@ -370,8 +367,7 @@ static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const 
 		enum gs_leave why;
 		int r;
 
-		for (int k = 0; k < 4; k++)
-			concern.bits[k] |= h->nvml_unconfirmed.bits[k];
+		gs_set256_merge(concern.bits, h->nvml_unconfirmed.bits);
 		if (!gs_gpuset_intersects(&concern, &p->gpus))
 			continue;
 		if (!h->alive) {

@@ -376,10 +376,7 @@ static void confirm_nvml_gpus(const struct gs_snapshot *s, struct gs_holder *h)
 
 static bool nvml_confirmed(const struct gs_holder *h)
 {
-	for (int k = 0; k < 4; k++)
-		if (h->nvml_gpus.bits[k] & ~h->nvml_unconfirmed.bits[k])
-			return true;
-	return false;
+	return gs_set256_outside(h->nvml_gpus.bits, h->nvml_unconfirmed.bits);
 }
 
 static void classify(struct gs_holder *h)

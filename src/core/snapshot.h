@@ -17,6 +17,7 @@
 #include "proc/procinfo.h"
 #include "proc/ptable.h"
 #include "util/root.h"
+#include "util/set256.h"
 #include "core/discover.h"
 #include "core/protect.h"
 
@@ -28,26 +29,24 @@ enum gs_role {
 
 /* Set of snapshot GPU indices (not minors). */
 struct gs_gpuset {
-	uint64_t bits[4];
+	uint64_t bits[GS_SET256_WORDS];
 };
 
 static inline void gs_gpuset_add(struct gs_gpuset *s, unsigned i)
 {
-	if (i < 256)
-		s->bits[i / 64] |= 1ULL << (i % 64);
+	gs_set256_add(s->bits, i);
 }
 static inline bool gs_gpuset_has(const struct gs_gpuset *s, unsigned i)
 {
-	return i < 256 && ((s->bits[i / 64] >> (i % 64)) & 1);
+	return gs_set256_has(s->bits, i);
 }
 static inline bool gs_gpuset_intersects(const struct gs_gpuset *a, const struct gs_gpuset *b)
 {
-	return (a->bits[0] & b->bits[0]) | (a->bits[1] & b->bits[1]) |
-	       (a->bits[2] & b->bits[2]) | (a->bits[3] & b->bits[3]);
+	return gs_set256_intersects(a->bits, b->bits);
 }
 static inline bool gs_gpuset_empty(const struct gs_gpuset *s)
 {
-	return !(s->bits[0] | s->bits[1] | s->bits[2] | s->bits[3]);
+	return gs_set256_empty(s->bits);
 }
 
 struct gs_holder {

@@ -1,5 +1,6 @@
 /* Judging each host and merging the fleet report; see merge.h. */
 #include "core/json_keys.h"
+#include "util/strbuf.h"
 #include "core/snapshot.h"
 #include "core/verdict.h"
 #include "fleet/merge.h"
@@ -186,45 +187,15 @@ static const char *comm_of(json_t *doc, json_int_t pid)
 	return NULL;
 }
 
-/* A growing string for details; on allocation failure it stays what it was. */
-struct sbuf {
-	char *p;
-	size_t len;
-};
-
-static void sb_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_addf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return;
-	{
-		char *n = realloc(b->p, b->len + (size_t)r + 1);
-
-		if (n) {
-			b->p = n;
-			memcpy(b->p + b->len, s, (size_t)r + 1);
-			b->len += (size_t)r;
-		}
-	}
-	free(s);
-}
-
-static void sb_pid(struct sbuf *b, json_t *doc, json_int_t pid, bool first)
+static void sb_pid(struct gs_strbuf *b, json_t *doc, json_int_t pid, bool first)
 {
 	const char *c = comm_of(doc, pid);
 	char *safe = c ? gs_sanitize(c, strlen(c), 64) : NULL;
 
 	if (safe)
-		sb_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
+		gs_strbuf_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
 	else
-		sb_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
+		gs_strbuf_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
 	free(safe);
 }
 
@@ -232,7 +203,7 @@ static void sb_pid(struct sbuf *b, json_t *doc, json_int_t pid, bool first)
  * gs_status_verdict: not clean when a compute holder holds a selected GPU,
  * or a GPU uses more memory than its protected holders account for plus
  * the tolerance (memory nobody visible holds). */
-static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t tol, struct sbuf *why)
+static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t tol, struct gs_strbuf *why)
 {
 	json_t *gpus = json_object_get(doc, GS_JK_GPUS), *procs = json_object_get(doc, GS_JK_PROCESSES), *g, *p;
 	enum gs_host_verdict v = GS_HV_CLEAN;
@@ -244,7 +215,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 	if (host_judged ? said == GS_VERDICT_DRIVER_FAILURE : exit_code == GS_EXIT_DRIVER) {
 		json_t *w = json_array_get(json_object_get(doc, GS_JK_WARNINGS), 0);
 
-		sb_addf(why, "GPU driver failure%s%s", json_is_string(w) ? ": " : "",
+		gs_strbuf_addf(why, "GPU driver failure%s%s", json_is_string(w) ? ": " : "",
 			json_is_string(w) ? json_string_value(w) : "");
 		return GS_HV_NOT_CLEAN;
 	}
@@ -272,7 +243,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 					protected_mib = LLONG_MAX;
 			} else if (!strcmp(role, gs_role_str(GS_ROLE_COMPUTE))) {
 				if (first)
-					sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
+					gs_strbuf_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
 				sb_pid(why, doc, json_integer_value(json_object_get(p, GS_JK_PID)), first);
 				first = false;
 				v = GS_HV_NOT_CLEAN;
@@ -281,7 +252,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 		if (__builtin_add_overflow(protected_mib, (long long)(tol > LLONG_MAX ? LLONG_MAX : tol), &limit))
 			limit = LLONG_MAX;
 		if (first && json_is_integer(used) && json_integer_value(used) > limit) {
-			sb_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
+			gs_strbuf_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
 				(long long)idx, (long long)json_integer_value(used));
 			v = GS_HV_NOT_CLEAN;
 		}
@@ -290,9 +261,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 	 * word; the loop above only names what holds the GPUs. Older hosts
 	 * are judged by the same rule from their document. */
 	if (host_judged && said == GS_VERDICT_CLEAN) {
-		free(why->p); /* nothing to name on a clean host */
-		why->p = NULL;
-		why->len = 0;
+		gs_strbuf_release(why); /* nothing to name on a clean host */
 		return GS_HV_CLEAN;
 	}
 	if (host_judged)
@@ -300,7 +269,7 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 	return v;
 }
 
-static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
+static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 {
 	const char *word = json_string_value(json_object_get(doc, GS_JK_VERDICT));
 	json_t *gpus = json_object_get(doc, GS_JK_GPUS), *g, *x;
@@ -317,10 +286,10 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 		json_t *targets = json_object_get(json_object_get(doc, GS_JK_PLAN), GS_JK_TARGETS);
 
 		if (!json_array_size(targets))
-			sb_addf(why, "nothing to stop");
+			gs_strbuf_addf(why, "nothing to stop");
 		json_array_foreach(targets, i, x) {
 			if (i == 0)
-				sb_addf(why, "would stop ");
+				gs_strbuf_addf(why, "would stop ");
 			sb_pid(why, doc, json_integer_value(json_object_get(x, GS_JK_PID)), i == 0);
 		}
 		return GS_HV_DRY_RUN;
@@ -332,12 +301,12 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 
 			if (!json_array_size(others))
 				continue;
-			sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
+			gs_strbuf_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
 				(long long)json_integer_value(json_object_get(g, GS_JK_INDEX)));
 			json_array_foreach(others, k, x) {
 				sb_pid(why, doc, json_integer_value(json_object_get(x, GS_JK_PID)), k == 0);
 			}
-			sb_addf(why, " (left alone)");
+			gs_strbuf_addf(why, " (left alone)");
 		}
 		return GS_HV_SELECTION_GONE;
 	}
@@ -347,13 +316,13 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 			char *safe = u ? gs_sanitize(u, strlen(u), 64) : NULL;
 
 			if (safe)
-				sb_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
+				gs_strbuf_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
 			free(safe);
 		}
 		if (why->len)
-			sb_addf(why, " %s no process", json_array_size(json_object_get(doc, GS_JK_UNMATCHED)) == 1 ? "matches" : "match");
+			gs_strbuf_addf(why, " %s no process", json_array_size(json_object_get(doc, GS_JK_UNMATCHED)) == 1 ? "matches" : "match");
 		else
-			sb_addf(why, "nothing matched the filters");
+			gs_strbuf_addf(why, "nothing matched the filters");
 		return GS_HV_NO_MATCH;
 	}
 	if (verdict == GS_VERDICT_NOT_CLEAN) {
@@ -362,29 +331,29 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 
 			if (json_is_true(json_object_get(g, GS_JK_CLEAN)))
 				continue;
-			sb_addf(why, "%sGPU %lld", why->len ? "; " : "", (long long)json_integer_value(json_object_get(g, GS_JK_INDEX)));
+			gs_strbuf_addf(why, "%sGPU %lld", why->len ? "; " : "", (long long)json_integer_value(json_object_get(g, GS_JK_INDEX)));
 			json_array_foreach(held, k, x) {
 				if (k == 0)
-					sb_addf(why, " held by ");
+					gs_strbuf_addf(why, " held by ");
 				sb_pid(why, doc, json_integer_value(x), k == 0);
 			}
 			if (!json_array_size(held)) {
 				json_t *after = json_object_get(g, GS_JK_MEMORY_AFTER_MIB);
 
 				if (json_is_integer(after))
-					sb_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
+					gs_strbuf_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
 			}
 		}
 		json_array_foreach(json_object_get(doc, GS_JK_RESPAWNS), i, x) {
 			const char *by = json_string_value(json_object_get(x, GS_JK_BY));
 
-			sb_addf(why, "%s%lld respawned", why->len ? "; " : "",
+			gs_strbuf_addf(why, "%s%lld respawned", why->len ? "; " : "",
 				(long long)json_integer_value(json_object_get(x, GS_JK_PID)));
 			if (by) {
 				char *safe = gs_sanitize(by, strlen(by), 64);
 
 				if (safe)
-					sb_addf(why, " by %s", safe);
+					gs_strbuf_addf(why, " by %s", safe);
 				free(safe);
 			}
 		}
@@ -401,7 +370,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 				sum += 10;
 			safe = gs_sanitize(sum, strlen(sum), GS_LINE_BYTES);
 			if (safe)
-				sb_addf(why, "%s", safe);
+				gs_strbuf_addf(why, "%s", safe);
 			free(safe);
 		}
 	}
@@ -412,7 +381,7 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 {
 	const char *cmd = json_string_value(json_object_get(doc, GS_JK_COMMAND));
 	const char *verdict;
-	struct sbuf why = { 0 };
+	struct gs_strbuf why = { 0 };
 	char mem[48], vword[32];
 	bool known;
 	long long mib;

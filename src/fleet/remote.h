@@ -70,7 +70,7 @@ void gs_remote_ctx_free(struct gs_remote_ctx *ctx);
 
 /* The local argv that runs gpuslate for host ("host" or "user@host", as
  * listed by -w). A user@ on the command line wins over the inventory's
- * user=. Free with gs_inventory_strv_free. */
+ * user=. Free with gs_strv_free. */
 int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***ret, char *err, size_t errlen);
 
 #endif

@@ -322,17 +322,17 @@ static void test_tail_defaults(void **state)
 	cli_init(&c, GS_CMD_STATUS);
 	t = tail_of(&c);
 	expect_strv(t, st, "status");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_RECLAIM);
 	t = tail_of(&c);
 	expect_strv(t, rc, "reclaim");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_WAIT);
 	t = tail_of(&c);
 	expect_strv(t, wt, "wait");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	/* The text forms of status travel (the far side puts the text in its
 	 * document), and -v for the text report. */
@@ -347,12 +347,12 @@ static void test_tail_defaults(void **state)
 		c.format = "csv,noheader";
 		t = tail_of(&c);
 		expect_strv(t, qt, "status query");
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 		cli_init(&c, GS_CMD_STATUS);
 		c.csv = true;
 		t = tail_of(&c);
 		expect_strv(t, ct, "status csv");
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
@@ -386,7 +386,7 @@ static void test_tail_what_travels(void **state)
 	c.dry_run = true;
 	t = tail_of(&c);
 	expect_strv(t, st, "status with local options");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_WAIT);
 	c.gpus = "1";
@@ -403,7 +403,7 @@ static void test_tail_what_travels(void **state)
 	c.grace_ms = 1;
 	t = tail_of(&c);
 	expect_strv(t, wt, "wait");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 }
 
 /* reclaim: the operator confirmed here (or gave -y), so the far side gets
@@ -430,7 +430,7 @@ static void test_tail_yes_dry_run(void **state)
 			assert_int_equal(n_yes, dry ? 0 : 1);
 			assert_int_equal(n_dry, dry ? 1 : 0);
 			assert_string_equal(t[strv_len(t) - 1], "reclaim");
-			gs_inventory_strv_free(t);
+			gs_strv_free(t);
 		}
 }
 
@@ -458,7 +458,7 @@ static void test_tail_seconds_roundtrip(void **state)
 					fail_msg("%s %s reads back as %llu ms, want %llu", t[k], t[k + 1],
 						 (unsigned long long)back, (unsigned long long)want);
 			}
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
@@ -574,7 +574,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		assert_int_equal(back.grace_ms, 10000);
 		assert_int_equal(back.timeout_ms, 60000);
 		assert_int_equal(back.tolerance_mib, 16);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 
 		/* wait: --reason; status: -g */
 		cli_init(&c, GS_CMD_WAIT);
@@ -585,7 +585,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		assert_string_equal(back.reason, v);
 		assert_false(back.yes);
 		assert_false(back.dry_run);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 
 		cli_init(&c, GS_CMD_STATUS);
 		c.gpus = v;
@@ -593,7 +593,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		far_parse(t, &back);
 		assert_string_equal(back.cmd_name, "status");
 		assert_string_equal(back.gpus, v);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
@@ -647,7 +647,7 @@ static void test_tail_hostile_through_shell(void **state)
 	assert_true(n == 8);
 	assert_string_equal(argv[n - 2], "--");
 	expect_all_shells(argv[n - 1], (char *const *)want);
-	gs_inventory_strv_free(argv);
+	gs_strv_free(argv);
 	gs_remote_ctx_free(&ctx);
 }
 
@@ -725,7 +725,7 @@ static void expect_argv(const struct gs_remote_ctx *ctx, const char *host, const
 	if (r != 0)
 		fail_msg("gs_remote_argv(%s): %d %s", host, r, err);
 	expect_strv(argv, want, host);
-	gs_inventory_strv_free(argv);
+	gs_strv_free(argv);
 }
 
 static void test_argv_plain_ssh(void **state)
@@ -771,7 +771,7 @@ static void test_argv_connect_timeout(void **state)
 		assert_string_equal(argv[2], "BatchMode=yes");
 		assert_string_equal(argv[3], "-o");
 		assert_string_equal(argv[4], cases[i].word);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 		gs_remote_ctx_free(&ctx);
 	}
 }
@@ -989,7 +989,7 @@ static void test_argv_hostile_every_transport(void **state)
 		inner[k] = NULL;
 		expect_all_shells(argv[n - 1], inner);
 		free(inner);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 	}
 	/* exec: the template's words, then the words themselves, unquoted */
 	{
@@ -1002,7 +1002,7 @@ static void test_argv_hostile_every_transport(void **state)
 		assert_string_equal(argv[4], "gpuslate");
 		for (size_t t = 0; t < nt; t++)
 			assert_string_equal(argv[5 + t], ctx.tail[t]);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 	}
 	gs_remote_ctx_free(&ctx);
 	gs_inventory_free(&inv);
