@@ -5,7 +5,7 @@
 #include "fleet/inventory.h"
 #include "fleet/merge.h"
 #include "fleet/remote.h"
-#include "fleet/runner.h"
+#include "util/runner.h"
 #include "out/status_out.h"
 #include "util/util.h"
 

@@ -1,4 +1,5 @@
-/* Running one command per host, at most `fanout` at once, in one poll()
+/* Running commands side by side (one per host for a fleet), at most
+ * `fanout` at once, in one poll()
  * loop: the shape of git's run_processes_parallel. Each child's stdout and
  * stderr are buffered whole (bounded), so outputs never interleave.
  *

@@ -1,5 +1,5 @@
 /* The fleet's sliding window; see runner.h. */
-#include "fleet/runner.h"
+#include "util/runner.h"
 #include "util/spawn.h"
 #include "util/util.h"
 
