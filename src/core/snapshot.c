@@ -8,19 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *gs_role_str(enum gs_role r)
-{
-	switch (r) {
-	case GS_ROLE_COMPUTE:
-		return "compute";
-	case GS_ROLE_CLIENT:
-		return "client";
-	case GS_ROLE_PROTECTED:
-		return "protected";
-	}
-	return "unknown";
-}
-
 /* Used memory on the snapshot's basis: a v1 reading less the reservation. */
 static void v1_normalize(const struct gs_discover *d, unsigned idx, uint64_t *used, uint64_t *reserved)
 {

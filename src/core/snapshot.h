@@ -124,7 +124,19 @@ void gs_snapshot_free(struct gs_snapshot *s);
 /* Find a holder by pid (binary search), NULL when absent. */
 const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid);
 
-const char *gs_role_str(enum gs_role r);
+/* "compute", "client", "protected" (docs/json.md). */
+static inline const char *gs_role_str(enum gs_role r)
+{
+	switch (r) {
+	case GS_ROLE_COMPUTE:
+		return "compute";
+	case GS_ROLE_CLIENT:
+		return "client";
+	case GS_ROLE_PROTECTED:
+		return "protected";
+	}
+	return "unknown";
+}
 
 /* For a dead NVML-listed PID (the fork case): the live holders that still map
  * one of its GPUs without being listed themselves, i.e. the processes that
