@@ -99,7 +99,7 @@ int gs_cmd_status(const struct gs_request *cli)
 	r = gs_request_discover_open(cli, &d, err, sizeof(err));
 	if (r < 0) {
 		gs_err("%s", err);
-		return r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : GS_EXIT_DRIVER;
+		return r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : gs_exit_of_error(r, GS_EXIT_DRIVER);
 	}
 	/* A GPU query (the nvidia-smi compatible one) needs no holder scan. */
 	d.gpus_only = cli->query_gpu != NULL && !cli->remote; /* a fleet judges the holders too */
@@ -107,7 +107,7 @@ int gs_cmd_status(const struct gs_request *cli)
 	if (r < 0 && r != -ENODEV) {
 		gs_err("cannot read GPU state: %s", gs_discover_error(&d)[0] ? gs_discover_error(&d) : strerror(-r));
 		gs_discover_close(&d);
-		return GS_EXIT_DRIVER;
+		return gs_exit_of_error(r, GS_EXIT_DRIVER);
 	}
 	no_driver = r == -ENODEV;
 	if (no_driver) {

@@ -44,9 +44,11 @@ int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
 			d->gpu_source = "nvml";
 			return 0;
 		}
-		if (r == -ETIMEDOUT) {
+		if (r == -ETIMEDOUT || r == -ENOMEM) {
 			/* The driver itself is stuck: its procfs files are no
-			 * way around it, and nothing should be acted on. */
+			 * way around it, and nothing should be acted on. Out of
+			 * memory is ours, not NVML's: falling back would hide
+			 * it behind an "NVML unusable" warning. */
 			gs_strlcpy(d->error, err, sizeof(d->error));
 			d->backend = NULL;
 			gs_devset_free(&d->devs);

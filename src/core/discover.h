@@ -54,7 +54,8 @@ struct gs_discover {
 
 /* Returns 0, or -errno; -ETIMEDOUT when NVML hung while opening (d->error
  * says which call; there is no falling back to the driver's procfs then:
- * the driver itself is stuck). */
+ * the driver itself is stuck); -ENOMEM when memory ran out (ours, not a
+ * reason to fall back either). */
 int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts);
 void gs_discover_close(struct gs_discover *d);
 

@@ -307,7 +307,12 @@ static void judge(struct gs_reclaim *rc)
 {
 	const struct gs_verify_result *vr = &rc->vr;
 
-	if (vr->driver_failed) {
+	if (vr->driver_failed && gs_exit_of_error(vr->error, GS_EXIT_DRIVER) != GS_EXIT_DRIVER) {
+		/* We ran out of memory, not the driver: the GPUs are not known
+		 * to be clean, and nothing points at the driver. */
+		snprintf(rc->driver_msg, sizeof(rc->driver_msg), "out of memory: %s", vr->driver_error);
+		conclude(rc, GS_VERDICT_NOT_CLEAN, rc->driver_msg);
+	} else if (vr->driver_failed) {
 		/* The summary (and a Slurm epilog's log line) names the call. */
 		snprintf(rc->driver_msg, sizeof(rc->driver_msg), "driver failure: %s", vr->driver_error);
 		conclude(rc, GS_VERDICT_DRIVER_FAILURE, rc->driver_msg);

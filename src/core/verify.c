@@ -291,6 +291,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 		rc = r->tick_error ? r->tick_error : poll_memory(d, o, r);
 		if (rc < 0) {
 			r->driver_failed = true;
+			r->error = rc;
 			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",
 				 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 			break;
@@ -309,6 +310,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 			rc = rescan(d, o, r, &old_left, &new_holders);
 			if (rc < 0) {
 				r->driver_failed = true;
+				r->error = rc;
 				snprintf(r->driver_error, sizeof(r->driver_error), "re-scanning holders failed: %s",
 					 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 				break;
