@@ -1008,6 +1008,130 @@ static void test_argv_hostile_every_transport(void **state)
 	gs_inventory_free(&inv);
 }
 
+/* Every option the table forwards, set on this side, reaches the far side
+ * as given: the tail is read back by the real parser (gs_cli_parse), and
+ * the value lands in the same field. A new option that travels is covered
+ * the day it enters the table. */
+static void set_sample(const struct gs_option *o, struct gs_request *c)
+{
+	char *base = (char *)c;
+
+	switch (o->type) {
+	case GS_OT_FLAG:
+		*(bool *)(base + o->off) = true;
+		break;
+	case GS_OT_STRING: {
+		static char vals[64][48];
+		size_t k = (size_t)(o - gs_options) % 64;
+
+		snprintf(vals[k], sizeof(vals[k]), "-v-%s", o->name);
+		*(const char **)(base + o->off) = vals[k];
+		break;
+	}
+	case GS_OT_LIST: {
+		const char **v = (const char **)(base + o->off);
+		size_t *n = (size_t *)(base + o->count_off);
+
+		/* --include takes protected names only */
+		v[0] = o->key == OPT_INCLUDE ? "nvidia-persistenced" : "-first value";
+		v[1] = o->key == OPT_INCLUDE ? "nv-hostengine" : "second";
+		*n = 2;
+		break;
+	}
+	case GS_OT_GPUS:
+		*(const char **)(base + o->off) = "0,2-3";
+		break;
+	case GS_OT_MS:
+		*(uint64_t *)(base + o->off) = 1500;
+		break;
+	case GS_OT_MS_SHORT:
+		*(unsigned *)(base + o->off) = 2500;
+		break;
+	case GS_OT_MIB:
+		*(uint64_t *)(base + o->off) = 7;
+		break;
+	case GS_OT_FORMAT:
+		*(const char **)(base + o->off) = "prometheus";
+		c->prometheus = true;
+		break;
+	default:
+		fail_msg("--%s: a forwarded option of a type this test does not know", o->name);
+	}
+}
+
+static void expect_same(const struct gs_option *o, const struct gs_request *a, const struct gs_request *b)
+{
+	const char *x = (const char *)a, *y = (const char *)b;
+
+	switch (o->type) {
+	case GS_OT_FLAG:
+		assert_int_equal(*(const bool *)(x + o->off), *(const bool *)(y + o->off));
+		break;
+	case GS_OT_STRING:
+	case GS_OT_GPUS:
+	case GS_OT_FORMAT:
+		assert_string_equal(*(const char *const *)(x + o->off), *(const char *const *)(y + o->off));
+		break;
+	case GS_OT_LIST: {
+		size_t n = *(const size_t *)(x + o->count_off);
+
+		assert_int_equal(n, *(const size_t *)(y + o->count_off));
+		for (size_t i = 0; i < n; i++)
+			assert_string_equal(((const char *const *)(x + o->off))[i], ((const char *const *)(y + o->off))[i]);
+		break;
+	}
+	case GS_OT_MS:
+	case GS_OT_MIB:
+		assert_int_equal(*(const uint64_t *)(x + o->off), *(const uint64_t *)(y + o->off));
+		break;
+	case GS_OT_MS_SHORT:
+		assert_int_equal(*(const unsigned *)(x + o->off), *(const unsigned *)(y + o->off));
+		break;
+	default:
+		break;
+	}
+}
+
+static void test_every_forwarded_option_reaches_the_far_side_as_given(void **state)
+{
+	static const enum gs_cmd cmds[] = { GS_CMD_RECLAIM, GS_CMD_WAIT, GS_CMD_STATUS };
+	size_t checked = 0;
+
+	(void)state;
+	for (const struct gs_option *o = gs_options; o->name; o++) {
+		if (o->forward == GS_FWD_NO || o->forward == GS_FWD_SPECIAL)
+			continue;
+		for (size_t k = 0; k < GS_ARRAY_SIZE(cmds); k++) {
+			struct gs_request c, back;
+			char **t, **argv;
+			size_t n;
+
+			if (!gs_option_valid_for(o, cmds[k]))
+				continue;
+			cli_init(&c, cmds[k]);
+			c.yes = true;
+			set_sample(o, &c);
+			t = tail_of(&c);
+			n = strv_len(t);
+			argv = calloc(n + 2, sizeof(*argv));
+			assert_non_null(argv);
+			argv[0] = (char *)"gpuslate";
+			memcpy(argv + 1, t, n * sizeof(*argv));
+			memset(&back, 0, sizeof(back));
+			optind = 0;
+			if (gs_cli_parse((int)n + 1, argv, &back) != 0)
+				fail_msg("--%s for '%s': the far side refused %s", o->name, c.cmd_name, strv_show(t));
+			assert_true(back.remote);
+			assert_int_equal(back.cmd, cmds[k]);
+			expect_same(o, &c, &back);
+			checked++;
+			free(argv);
+			gs_strv_free(t);
+		}
+	}
+	assert_true(checked >= 15); /* the table's forwarded options, per command */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1021,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_tail_seconds_roundtrip),
 		cmocka_unit_test(test_tail_not_a_fleet_command),
 		cmocka_unit_test(test_tail_hostile_values_reparse),
+		cmocka_unit_test(test_every_forwarded_option_reaches_the_far_side_as_given),
 		cmocka_unit_test(test_tail_hostile_through_shell),
 		cmocka_unit_test(test_tail_refused_words),
 		cmocka_unit_test(test_tail_refusal_message_is_escaped),
