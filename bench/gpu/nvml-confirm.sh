@@ -55,7 +55,7 @@ echo; echo "## reclaim -y (holders and the MPS client; the monitor and the MPS d
 $GS reclaim -y --json >"$OUTD/reclaim.json"; rc=$?
 echo "exit $rc"
 python3 -c "import json; d=json.load(open('$OUTD/reclaim.json')); print(d['verdict'], d['summary']); [print(' left alone', l['pid'], l['comm'], l['role'], l['reason']) for l in d['plan']['left_alone']]; [print(' stopped', p['pid'], p['comm'], p['outcome']) for p in d['processes']]"
-for p in $A $F $FC ${C:-} $M; do kill -0 "$p" 2>/dev/null && echo "$p alive" || echo "$p gone"; done
+for p in $A $F $FC ${C:-} $M; do st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' /proc/$p/status 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ] && echo "$p alive" || echo "$p gone"; done
 [ -n "${C:-}" ] && echo quit | nvidia-cuda-mps-control
 kill "$M" 2>/dev/null
 $GS reclaim -y -q >/dev/null

@@ -54,15 +54,19 @@ n_ready=$((n_ready + 1)); rf=$WORK/ready.$n_ready
 "$PY" "$HOLDER" plain "$rf" 1 0 >"$WORK/abs.log" 2>&1 &
 for _ in $(seq 1200); do [ -f "$rf" ] && break; sleep 0.1; done
 P_ABS=$(sed -n 's/^pid=//p' "$rf")
+# Python finds its venv (and PyTorch) from argv[0]: under another argv[0]
+# or a symlink elsewhere it would start without it (both holders failed to
+# start in the first run), so those two get the venv's site-packages.
+VENV_SITE=$("$PY" -c 'import site; print(":".join(site.getsitepackages()))')
 # argv[0] set with exec -a (what ps shows, not the executable's path)
 n_ready=$((n_ready + 1)); rf=$WORK/ready.$n_ready
-bash -c 'exec -a my-server "$@"' _ "$PY" "$HOLDER" plain "$rf" 1 0 >"$WORK/execa.log" 2>&1 &
+PYTHONPATH=$VENV_SITE bash -c 'exec -a my-server "$@"' _ "$PY" "$HOLDER" plain "$rf" 1 0 >"$WORK/execa.log" 2>&1 &
 for _ in $(seq 1200); do [ -f "$rf" ] && break; sleep 0.1; done
 P_EXECA=$(sed -n 's/^pid=//p' "$rf")
 # a symlink with another name
-ln -sf "$PY" "$WORK/trainer"
+ln -sf "$(readlink -f "$PY")" "$WORK/trainer"
 n_ready=$((n_ready + 1)); rf=$WORK/ready.$n_ready
-"$WORK/trainer" "$HOLDER" plain "$rf" 1 0 >"$WORK/link.log" 2>&1 &
+PYTHONPATH=$VENV_SITE "$WORK/trainer" "$HOLDER" plain "$rf" 1 0 >"$WORK/link.log" 2>&1 &
 for _ in $(seq 1200); do [ -f "$rf" ] && break; sleep 0.1; done
 P_LINK=$(sed -n 's/^pid=//p' "$rf")
 # a forked child holding a dead parent's memory

@@ -35,6 +35,9 @@ const char *gs_leave_str(enum gs_leave w)
 		       "or belongs to another PID namespace";
 	case GS_LEAVE_OTHER_GPU:
 		return "also holds a GPU outside the selection: not taken with the target it belongs to";
+	case GS_LEAVE_NS_INIT:
+		return "init of a PID namespace that also holds a process left alone: its end would end that "
+		       "process too (stop its container, or select both)";
 	}
 	return "unknown";
 }
@@ -534,6 +537,95 @@ static int take_process_groups(struct gs_plan *p, const struct gs_snapshot *s, c
 	return 0;
 }
 
+/* Does signalling target t, the init of its PID namespace, end holder h?
+ * The kernel kills every process of the namespace when its init dies: h
+ * shares the namespace, or descends from t (a child namespace, or a
+ * process that reparented to it). */
+static bool init_would_end(const struct gs_holder *init, const struct gs_holder *h, const struct gs_ptable *pt)
+{
+	const struct gs_pidstat *st;
+
+	if (h->info.pidns_ok && h->info.pidns_dev == init->info.pidns_dev && h->info.pidns_ino == init->info.pidns_ino)
+		return true;
+	st = gs_ptable_find(pt, h->pid);
+	for (int depth = 0; st && depth < 4096; depth++) {
+		if (st->ppid == init->pid)
+			return true;
+		if (st->ppid <= 1 || st->ppid == st->pid)
+			break;
+		st = gs_ptable_find(pt, st->ppid);
+	}
+	return false;
+}
+
+/* Turn target i back into a process left alone, with the targets taken
+ * only because of it (descendants, group members). */
+static int untarget(struct gs_plan *p, const struct gs_snapshot *s, size_t i, enum gs_leave why, pid_t would_end)
+{
+	struct gs_target t = p->targets[i];
+	int r = 0;
+
+	memmove(&p->targets[i], &p->targets[i + 1], (p->n_targets - i - 1) * sizeof(t));
+	p->n_targets--;
+	if (t.holder >= 0) {
+		r = add_left(p, &s->holders[t.holder], t.holder, why);
+		if (r < 0)
+			return r;
+		p->left[p->n_left - 1].would_end = would_end;
+	}
+	for (size_t k = 0; k < p->n_targets; k++) {
+		struct gs_target *d = &p->targets[k];
+
+		if (d->why_pid != t.pid || (d->why != GS_WHY_DESCENDANT && d->why != GS_WHY_GROUP_MEMBER))
+			continue;
+		r = untarget(p, s, k, d->holder >= 0 && s->holders[d->holder].role == GS_ROLE_CLIENT ? GS_LEAVE_CLIENT
+												    : GS_LEAVE_NOT_SELECTED,
+			     0);
+		if (r < 0)
+			return r;
+		k = (size_t)-1; /* the array changed: start over */
+	}
+	return r;
+}
+
+/* Step 5: a target that is the init of a PID namespace (a container's main
+ * process without an init, `unshare -p -f`) takes its whole namespace with
+ * it, whatever gpuslate signals: when that would end a GPU holder the plan
+ * leaves alone (protected, unselected, another GPU's job, a client), the
+ * init is left alone too, and the verdict says what stays. */
+static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_holder *init;
+		pid_t victim = 0;
+
+		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT)
+			continue;
+		init = &s->holders[t->holder];
+		if (!init->info_ok || init->info.status.nspid != 1 || !init->info.pidns_ok)
+			continue;
+		for (size_t k = 0; k < s->n_holders && !victim; k++) {
+			const struct gs_holder *h = &s->holders[k];
+
+			if (h == init || !h->alive || !h->info_ok || is_target(p, h->pid))
+				continue;
+			if (init_would_end(init, h, pt))
+				victim = h->pid;
+		}
+		if (!victim)
+			continue;
+		{
+			int r = untarget(p, s, i, GS_LEAVE_NS_INIT, victim);
+
+			if (r < 0)
+				return r;
+		}
+		i = (size_t)-1; /* start over: targets moved */
+	}
+	return 0;
+}
+
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
 		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *p, char *err, size_t errlen)
 {
@@ -554,6 +646,8 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		r = choose_unit_stops(p, s, sel, self_owner);
 	if (r == 0)
 		r = take_process_groups(p, s, pt, self);
+	if (r == 0)
+		r = guard_namespace_inits(p, s, pt);
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
 	gs_filters_free(&f);

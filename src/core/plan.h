@@ -59,6 +59,7 @@ enum gs_leave {
 	GS_LEAVE_NO_DEVICE,  /* NVML lists the PID, but that process holds no NVIDIA device */
 	GS_LEAVE_NO_CONTEXT, /* NVML lists the PID, but it only has the device open (no mapping) */
 	GS_LEAVE_OTHER_GPU,  /* descendant or group member of a target that also holds an unselected GPU */
+	GS_LEAVE_NS_INIT,    /* init of a PID namespace whose end would end a holder left alone (would_end) */
 };
 
 struct gs_leftalone {
@@ -66,6 +67,7 @@ struct gs_leftalone {
 	int holder;
 	enum gs_leave why;
 	char comm[64];
+	pid_t would_end;     /* GS_LEAVE_NS_INIT: a holder left alone that its end would end */
 };
 
 struct gs_selection {

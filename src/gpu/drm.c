@@ -231,6 +231,7 @@ static int amdgpu_memory(int dev_fd, struct gs_gpu_mem *ret)
 	ret->total = total;
 	ret->used = used;
 	ret->reserved = 0;
+	ret->free = total - used;
 	return 0;
 }
 

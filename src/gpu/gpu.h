@@ -46,6 +46,9 @@ struct gs_gpu {
 	uint64_t mem_total;      /* bytes */
 	uint64_t mem_used;       /* bytes, allocated: see mem_basis */
 	uint64_t mem_reserved;   /* bytes, the driver's reservation (v2, or the v1 estimate) */
+	uint64_t mem_free;       /* bytes, the backend's own free figure: NVML's is not
+				  * total - used - reserved to the byte (an H200 read 1 MiB
+				  * more), and nvidia-smi prints NVML's */
 };
 
 enum gs_gpu_proc_kind {
@@ -64,6 +67,7 @@ struct gs_gpu_proc {
 struct gs_gpu_mem {
 	bool v2;
 	uint64_t total, used, reserved;
+	uint64_t free;           /* the backend's own figure (see gs_gpu.mem_free) */
 };
 
 struct gs_gpu_backend;

@@ -365,6 +365,7 @@ static int nvml_mem(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, struc
 				.total = q.out.mem2.total,
 				.used = q.out.mem2.used,
 				.reserved = q.out.mem2.reserved,
+				.free = q.out.mem2.free,
 			};
 			nb->gpus[i].total = ret->total;
 			return 0;
@@ -382,7 +383,9 @@ static int nvml_mem(struct nvml_backend *nb, unsigned i, nvmlDevice_t dev, struc
 		return r;
 	/* v1 used includes the driver's reservation; it cannot be split out
 	 * here (gs_discover estimates it). */
-	*ret = (struct gs_gpu_mem){ .v2 = false, .total = q.out.mem1.total, .used = q.out.mem1.used };
+	*ret = (struct gs_gpu_mem){
+		.v2 = false, .total = q.out.mem1.total, .used = q.out.mem1.used, .free = q.out.mem1.free
+	};
 	nb->gpus[i].total = ret->total;
 	return 0;
 }
@@ -464,6 +467,7 @@ static int nvml_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 		g.mem_total = m.total;
 		g.mem_used = m.used;
 		g.mem_reserved = m.reserved;
+		g.mem_free = m.free;
 	} else if (r != -EOPNOTSUPP)
 		return r;
 

@@ -121,6 +121,8 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 					off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%s%d",
 								k ? "," : "; its memory is held by ", (int)heirs[k]);
 			}
+			if (l->why == GS_LEAVE_NS_INIT && l->would_end)
+				snprintf(extra, sizeof(extra), "; would end PID %d", (int)l->would_end);
 			fprintf(f, "  %7d %-8.8s %-20.20s %-7s %10s %s%s\n", (int)l->pid,
 				h->alive && h->info_ok ? h->info.user : "-",
 				h->alive && h->info_ok ? h->info.name : GS_GONE, tg, m, gs_leave_str(l->why), extra);
@@ -405,6 +407,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, GS_JK_GPUS, json_gpus_of(s, &h->gpus));
 			json_object_set_new(o, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
 			json_object_set_new(o, "reason", json_string(gs_leave_str(l->why)));
+			if (l->would_end)
+				json_object_set_new(o, "would_end", json_integer(l->would_end));
 			json_object_set_new(o, "protected_name_unverified", json_boolean(h->protected_unverified));
 			json_array_append_new(left, o);
 		}

@@ -519,10 +519,12 @@ static int parse_smi_fields(const char *fields, bool gpu, const struct smi_field
 	return 0;
 }
 
-static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n, const struct smi_format *fmt)
+static void smi_header(FILE *f, const struct smi_field_def **defs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s%s%s", i ? ", " : "", defs[i]->header, defs[i]->mib && fmt->units ? " [MiB]" : "");
+		/* nvidia-smi keeps " [MiB]" in the header with nounits: only
+		 * the values lose their unit (seen on an H200, docs/gpu-h200.md). */
+		fprintf(f, "%s%s%s", i ? ", " : "", defs[i]->header, defs[i]->mib ? " [MiB]" : "");
 	fputc('\n', f);
 }
 
@@ -539,7 +541,7 @@ static int smi_begin(FILE *f, const char *fields, const char *format, bool gpu, 
 	if (r < 0)
 		return r;
 	if (fmt->header)
-		smi_header(f, defs, *ret_n, fmt);
+		smi_header(f, defs, *ret_n);
 	return 0;
 }
 
@@ -557,8 +559,9 @@ static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format
 {
 	if (!known)
 		fputs("[N/A]", f);
-	else
-		fprintf(f, "%llu%s", (unsigned long long)(bytes / GS_MIB), fmt->units ? " MiB" : "");
+	else /* rounded up, as nvidia-smi does: a 615.06 MiB reservation
+	      * prints 616, 8201.5 MiB used 8202 (H200, docs/gpu-h200.md) */
+		fprintf(f, "%llu%s", (unsigned long long)((bytes + GS_MIB - 1) / GS_MIB), fmt->units ? " MiB" : "");
 }
 
 int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
@@ -590,21 +593,13 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 			case F_MINOR: fprintf(f, "%u", gp->minor); break;
 			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
 			case F_MEM_RESERVED:
-				/* nvidia-smi derives it from the floored MiB figures
-				 * (total - free - used), so 615.06 MiB shows as 616
-				 * (measured on an H200, docs/gpu-h200.md). */
-				if (gp->mem_known && gp->mem_v2) {
-					uint64_t tot = gp->mem_total / GS_MIB, used = gp->mem_used / GS_MIB;
-					uint64_t fr = (gp->mem_total - gp->mem_reserved - gp->mem_used) / GS_MIB;
-
-					smi_mib(f, true, (tot > fr + used ? tot - fr - used : 0) * GS_MIB, &fmt);
-				} else {
-					smi_mib(f, false, 0, &fmt);
-				}
+				/* Only v2 splits the reservation out; a v1 estimate is
+				 * ours, not NVML's, so nvidia-smi has nothing to print. */
+				smi_mib(f, gp->mem_known && gp->mem_v2, gp->mem_reserved, &fmt);
 				break;
 			case F_MEM_USED: smi_mib(f, gp->mem_known, gp->mem_used, &fmt); break;
 			case F_MEM_FREE:
-				smi_mib(f, gp->mem_known, gp->mem_total - gp->mem_used - gp->mem_reserved, &fmt);
+				smi_mib(f, gp->mem_known, gp->mem_free, &fmt);
 				break;
 			default: break;
 			}

@@ -367,6 +367,16 @@ int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
 		copy_safe(ret->name, sizeof(ret->name), ret->st.comm, strlen(ret->st.comm));
 
 	read_exe(pid_dirfd, ret);
+	{
+		struct stat ns;
+
+		/* stat follows the magic link to the namespace's own inode. */
+		if (fstatat(pid_dirfd, "ns/pid", &ns, 0) == 0) {
+			ret->pidns_ok = true;
+			ret->pidns_dev = ns.st_dev;
+			ret->pidns_ino = ns.st_ino;
+		}
+	}
 
 	r = gs_read_file_at(pid_dirfd, "cgroup", READ_MAX_CGROUP, &cgroup, NULL);
 	if (r == -ENOMEM)

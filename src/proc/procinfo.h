@@ -52,6 +52,11 @@ struct gs_procinfo {
 	char exe_name[64];       /* basename of the path, " (deleted)" removed */
 	uid_t exe_uid;           /* owner of the executable file */
 	mode_t exe_mode;
+	/* Its PID namespace (/proc/PID/ns/pid): signalling the init of a
+	 * namespace (status.nspid 1) ends every process in it. */
+	bool pidns_ok;
+	dev_t pidns_dev;
+	ino_t pidns_ino;
 };
 
 /* Read stat, status, cmdline and cgroup of one process through its /proc/PID

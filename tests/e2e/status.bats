@@ -91,6 +91,11 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	assert_status 0
 	assert_eq "$output" $'0, 2048\n1, 0' "csv,noheader,nounits"
 
+	# nvidia-smi keeps the unit in the header with nounits (H200, docs/gpu-h200.md).
+	run --separate-stderr gs status --query-gpu=index,memory.used,memory.free --format=csv,nounits
+	assert_status 0
+	assert_eq "$output" $'index, memory.used [MiB], memory.free [MiB]\n0, 2048, 141108\n1, 0, 143156' "csv,nounits"
+
 	run --separate-stderr gs status --query-gpu=index,uuid,name,memory.total,memory.reserved,memory.used --format=csv
 	assert_status 0
 	assert_eq "$output" "index, uuid, name, memory.total [MiB], memory.reserved [MiB], memory.used [MiB]

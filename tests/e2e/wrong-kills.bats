@@ -202,3 +202,60 @@ holder_in_cgroup() {
 	assert_status 0
 	assert_eq "$(jqo '"\(.verdict) \(.plan.targets | length) \(.unmatched | length)"')" "clean 0 0" verdict
 }
+
+# start_ns_holder NAME NSINIT|- [gs-holder options]...: a holder in a PID
+# namespace: a new one (it is that namespace's init, as a container's main
+# process started without an init) with "-", or entered into the namespace
+# of the host PID NSINIT (as `docker exec` does). Inside, the holder's own
+# PID is small (1 for an init): the wrapper writes its host PID to the
+# ready file, so that nothing here ever tracks the host's PID 1.
+start_ns_holder() {
+	local name=$1 ns=$2
+	shift 2
+	launch "$name" bash -c '
+		rf=$1 ns=$2; shift 2
+		if [ "$ns" = - ]; then unshare -p -f "$@" --ready-file "$rf.inner" &
+		else nsenter -t "$ns" -p -- "$@" --ready-file "$rf.inner" &
+		fi
+		w=$!
+		until [ -f "$rf.inner" ]; do kill -0 "$w" 2>/dev/null || exit 1; sleep 0.01; done
+		read -r c </proc/$w/task/$w/children
+		echo "pid=$c" >"$rf"
+		wait' _ "$BATS_TEST_TMPDIR/$name.ready" "$ns" "$GS_HOLDER" "$@"
+}
+
+@test "reclaim -g 0: a PID namespace's init on GPU 0 is left alone when its end would end GPU 1's job in the same namespace" {
+	start_ns_holder init - --gpu 0 --mib 2048
+	init=$(rpid init)
+	start_ns_holder other "$init" --gpu 1 --mib 1024
+	other=$(rpid other)
+	assert_eq "$(awk '/^NSpid/ { print $NF }' /proc/"$init"/status)" 1 "the init's PID inside"
+	assert_eq "$(readlink /proc/"$other"/ns/pid)" "$(readlink /proc/"$init"/ns/pid)" "one namespace"
+
+	run --separate-stderr gs reclaim -y -g 0 --json
+	assert_status 6
+	assert_eq "$(jqo '.plan.targets | length')" 0 "targets"
+	assert_eq "$(left_json "$init" '"\(.would_end) \(.reason)"')" \
+		"$other init of a PID namespace that also holds a process left alone: its end would end that process too (stop its container, or select both)" "the init"
+	assert_eq "$(jqo '.verdict')" selection-gone verdict
+	assert_alive "$init" "$other"
+
+	run --separate-stderr gs reclaim -y -g 0
+	assert_status 6
+	assert_match "$output" "would end PID $other" "the plan's text"
+	assert_alive "$init" "$other"
+}
+
+@test "reclaim -g 0,1: with both GPUs selected the namespace's init and its other holder are both stopped" {
+	start_ns_holder init - --gpu 0 --mib 2048
+	init=$(rpid init)
+	start_ns_holder other "$init" --gpu 1 --mib 1024
+	other=$(rpid other)
+
+	run --separate-stderr gs reclaim -y -g 0,1 --json
+	assert_status 0
+	assert_eq "$(jqo '.verdict')" clean verdict
+	assert_dead "$init" "$other"
+	run --separate-stderr gs status --query-gpu=index,memory.used --format=csv,noheader,nounits
+	assert_eq "$output" $'0, 0\n1, 0' "memory after"
+}
