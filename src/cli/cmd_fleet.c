@@ -365,7 +365,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		for (size_t i = 0; i < hosts.n; i++) {
 			if (results[i].verdict == GS_HV_FAILED)
 				gs_err("%s: %s", results[i].host, results[i].error ? results[i].error : "failed");
-			else if (results[i].exit_code != 0 && results[i].line)
+			else if (results[i].exit_code != GS_EXIT_CLEAN && results[i].line)
 				gs_err("%s: %s", results[i].host, results[i].line);
 		}
 	} else if (cli->json) {

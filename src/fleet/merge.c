@@ -711,10 +711,10 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_t *j = json_object(), *hosts = json_array(), *sj = json_object();
 	struct gs_fleet_summary sum;
 
-	json_object_set_new(j, "schema_version", json_integer(GS_FLEET_SCHEMA_VERSION));
+	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_FLEET_SCHEMA_VERSION));
 	json_object_set_new(j, "tool", json_string("gpuslate"));
 	json_object_set_new(j, "version", json_string(GS_VERSION));
-	json_object_set_new(j, "command", json_string(command));
+	json_object_set_new(j, GS_JK_COMMAND, json_string(command));
 	json_object_set_new(j, "interrupted", json_boolean(interrupted));
 	for (size_t i = 0; i < n; i++) {
 		json_t *h = json_object();
@@ -722,11 +722,11 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 
 		json_object_set_new(h, "host", json_string(r[i].host));
 		json_object_set_new(h, "ok", json_boolean(r[i].verdict != GS_HV_FAILED));
-		json_object_set_new(h, "verdict", json_string(verdict_str(r[i].verdict)));
+		json_object_set_new(h, GS_JK_VERDICT, json_string(verdict_str(r[i].verdict)));
 		json_object_set_new(h, "failure", fs ? json_string(fs) : json_null());
 		json_object_set_new(h, "error", r[i].error ? json_string(r[i].error) : json_null());
-		json_object_set_new(h, "summary", r[i].line ? json_string(r[i].line) : json_null());
-		json_object_set_new(h, "exit_status", r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
+		json_object_set_new(h, GS_JK_SUMMARY, r[i].line ? json_string(r[i].line) : json_null());
+		json_object_set_new(h, GS_JK_EXIT_STATUS, r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
 		json_object_set_new(h, "elapsed_s", json_real(r[i].elapsed_ms / 1000.0));
 		json_object_set(h, "stderr", r[i].stderr_json ? r[i].stderr_json : json_null());
 		json_object_set(h, "report", r[i].report ? r[i].report : json_null());
@@ -741,7 +741,7 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "failed", json_integer((json_int_t)sum.failed));
 	json_object_set_new(sj, "selection_gone", json_integer((json_int_t)sum.selection_gone));
 	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
-	json_object_set_new(j, "summary", sj);
-	json_object_set_new(j, "exit_status", json_integer(gs_fleet_exit_status(&sum)));
+	json_object_set_new(j, GS_JK_SUMMARY, sj);
+	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_status(&sum)));
 	return j;
 }
