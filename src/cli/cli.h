@@ -1,5 +1,6 @@
 /* The command-line layer: the only place that prints to the user and decides
- * exit statuses. Options of every command live in one struct gs_request. */
+ * exit statuses. It fills one struct gs_request (core/request.h) from the
+ * option table (core/options.c) and renders what the core returns. */
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
