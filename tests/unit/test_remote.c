@@ -77,7 +77,7 @@ static void expect_strv(char *const *got, const char *const *want, const char *w
 
 static void cli_init(struct gs_request *c, enum gs_cmd cmd)
 {
-	/* The parser's defaults (src/cli/main.c parse_args). */
+	/* The parser's defaults (gs_request_defaults in src/core/options.c). */
 	memset(c, 0, sizeof(*c));
 	c->cmd = cmd;
 	c->cmd_name = cmd == GS_CMD_STATUS ? "status" : cmd == GS_CMD_RECLAIM ? "reclaim" : cmd == GS_CMD_WAIT ? "wait" : "none";
@@ -474,7 +474,7 @@ static void test_tail_not_a_fleet_command(void **state)
 	assert_non_null(strstr(err, "no fleet command"));
 }
 
-/* The far side's own option table (src/cli/options.c), to read the tail
+/* The far side's own getopt tables (src/cli/options.c, from core/options.c), to read the tail
  * back with GNU getopt_long exactly as the remote gpuslate does. */
 
 /* Parse argv (a program name, then the tail) into a struct gs_request as the far
