@@ -4,6 +4,7 @@
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <stddef.h>
@@ -35,7 +36,22 @@ void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapsh
 /* --remote: end this process when stdin reaches EOF (the controller left). */
 void gs_remote_watch_stdin(void);
 
-/* "gpuslate: " + message on stderr. */
+/* Every --json document goes to stdout through here: the one place that
+ * knows whether this run printed one. */
+void gs_cli_print_json(json_t *doc);
+bool gs_cli_json_printed(void);
+
+/* A document that is printed although the command failed (status without
+ * a driver) gets the verdict, exit status and reason of the failure. */
+void gs_cli_json_failure(json_t *doc, int status);
+
+/* The document of a run that failed before it had one of its own (a usage
+ * error, the lock, no driver, NVML failing during discovery): verdict and
+ * reason from the exit status and the first error line (docs/json.md,
+ * "Early failures"). main() prints it on any such exit with --json. */
+void gs_cli_print_early_json(const struct gs_request *cli, int status);
+
+/* "gpuslate: " + message on stderr, escaped (util/sanitize.h). cli/output.c */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

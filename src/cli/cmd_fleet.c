@@ -7,6 +7,7 @@
 #include "fleet/remote.h"
 #include "util/runner.h"
 #include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -371,8 +372,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	} else if (cli->json) {
 		json_t *j = gs_fleet_json(results, hosts.n, cli->cmd_name, fleet_interrupted);
 
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else {
 		char *text = NULL;

@@ -4,7 +4,9 @@
 #include "core/json_keys.h"
 #include "cli/cli.h"
 #include "core/reclaim.h"
+#include "core/json_keys.h"
 #include "out/reclaim_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -42,7 +44,7 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 		return;
 	gs_print_plan(stdout, rc->rep.before, rc->rep.plan);
 	if (rc->no_match)
-		printf("%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), rc->no_match_msg + 1);
+		printf("%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), GS_SAFE(rc->no_match_msg + 1));
 }
 
 static bool ask(void)
@@ -138,8 +140,7 @@ static void emit(const struct gs_request *req, const struct gs_reclaim_report *r
 
 		if (req->remote && req->verbose)
 			add_remote_text(j, rep);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else {
 		gs_print_reclaim_report(stdout, rep);

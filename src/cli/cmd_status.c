@@ -6,6 +6,7 @@
 #include "core/snapshot.h"
 #include "core/status.h"
 #include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -129,6 +130,9 @@ int gs_cmd_status(const struct gs_request *cli)
 					   no_driver ? GS_VERDICT_DRIVER_FAILURE
 						     : gs_status_verdict(&s, &sel, !cli->gpus, cli->tolerance_mib));
 
+		if (no_driver)
+			gs_cli_json_failure(j, rc);
+
 		if (remote_wants_text(cli) && !no_driver) {
 			char *text = NULL;
 			size_t len = 0;
@@ -138,7 +142,7 @@ int gs_cmd_status(const struct gs_request *cli)
 			if (mf && fclose(mf) != 0 && r == 0)
 				r = -ENOMEM;
 			if (r == 0)
-				json_object_set_new(j, GS_JK_OUTPUT, json_stringn(text, len));
+				json_object_set_new(j, GS_JK_OUTPUT, gs_json_textn(text, len, GS_ESC_LINES));
 			free(text);
 			if (r < 0) {
 				gs_err("%s", r == -ENOMEM ? "out of memory" : err);
@@ -148,8 +152,7 @@ int gs_cmd_status(const struct gs_request *cli)
 				return gs_exit_of_error(r, GS_EXIT_USAGE);
 			}
 		}
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		fputc('\n', stdout);
+		gs_cli_print_json(j);
 		json_decref(j);
 	} else if (no_driver) {
 		/* Nothing to show but the error; Prometheus gets a valid

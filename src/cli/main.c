@@ -37,31 +37,44 @@ void gs_remote_watch_stdin(void)
 		pthread_detach(t);
 }
 
-int main(int argc, char **argv)
+static int run_command(struct gs_request *cli, int argc, char **argv)
 {
-	struct gs_request cli = { 0 };
-
-	if (gs_cli_parse(argc, argv, &cli) < 0) {
-		fputs("Try 'gpuslate --help' for more information.\n", stderr);
-		return GS_EXIT_USAGE;
-	}
-	if (cli.remote) {
-		if (cli.n_hosts) {
+	if (cli->remote) {
+		if (cli->n_hosts) {
 			gs_err("--remote cannot be combined with -w");
 			return GS_EXIT_USAGE;
 		}
 		gs_remote_watch_stdin();
-	} else if (cli.n_hosts) {
-		return gs_cmd_fleet(&cli, argc, argv);
+	} else if (cli->n_hosts) {
+		return gs_cmd_fleet(cli, argc, argv);
 	}
-	switch (cli.cmd) {
+	switch (cli->cmd) {
 	case GS_CMD_STATUS:
-		return gs_cmd_status(&cli);
+		return gs_cmd_status(cli);
 	case GS_CMD_RECLAIM:
-		return gs_cmd_reclaim(&cli);
+		return gs_cmd_reclaim(cli);
 	case GS_CMD_WAIT:
-		return gs_cmd_wait(&cli);
+		return gs_cmd_wait(cli);
 	default:
 		return GS_EXIT_USAGE;
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct gs_request cli = { 0 };
+	int rc;
+
+	if (gs_cli_parse(argc, argv, &cli) < 0) {
+		fputs("Try 'gpuslate --help' for more information.\n", stderr);
+		rc = GS_EXIT_USAGE;
+	} else {
+		rc = run_command(&cli, argc, argv);
+	}
+	/* --json promises a document on every exit: a failure before the
+	 * command had one to print (a usage error, the lock, no driver, NVML
+	 * failing during discovery) prints the early one, with its reason. */
+	if (cli.json && rc != GS_EXIT_CLEAN && !gs_cli_json_printed())
+		gs_cli_print_early_json(&cli, rc);
+	return rc;
 }

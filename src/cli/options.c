@@ -252,6 +252,23 @@ static int check_request(struct gs_request *req)
 	return 0;
 }
 
+/* The command word; false when it names none. */
+static bool set_command(struct gs_request *req, const char *word)
+{
+	static const struct {
+		const char *name;
+		enum gs_cmd cmd;
+	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT } };
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(cmds); i++)
+		if (!strcmp(word, cmds[i].name)) {
+			req->cmd = cmds[i].cmd;
+			req->cmd_name = cmds[i].name;
+			return true;
+		}
+	return false;
+}
+
 int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 {
 	/* How each option was written (-n or --dry-run), for messages; NULL:
@@ -268,6 +285,17 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 	while ((c = getopt_long(argc, argv, so, lo, &longindex)) != -1) {
 		const struct gs_option *o = c > 0 && c != ':' && c != '?' ? gs_option_find(c) : NULL;
 
+		if (r < 0) {
+			/* After the error only one thing is asked of the rest
+			 * of the line: whether it wants its answer as JSON. */
+			if (c == OPT_JSON || c == OPT_REMOTE)
+				req->json = true;
+			if (c == OPT_REMOTE)
+				req->remote = true;
+			if (c == 'w')
+				req->n_hosts++;
+			continue;
+		}
 		if (!o) {
 			if (c == ':') {
 				if (optopt && optopt < 0x100)
@@ -280,7 +308,8 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 				else
 					gs_err("unknown option '%s'", argv[optind - 1]);
 			}
-			return -EINVAL;
+			r = -EINVAL;
+			continue;
 		}
 		if (longindex >= 0) {
 			spelled[c] = lo[longindex].name;
@@ -290,26 +319,24 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 		}
 		longindex = -1;
 		r = set_option(o, optarg, req);
-		if (r < 0)
-			return r;
+	}
+	if (r < 0) {
+		/* For the document of the usage error: which command it was. */
+		if (optind < argc)
+			(void)set_command(req, argv[optind]);
+		return r;
 	}
 
 	if (optind >= argc) {
 		gs_err("no command given (status, reclaim or wait)");
 		return -EINVAL;
 	}
-	req->cmd_name = argv[optind];
-	if (!strcmp(req->cmd_name, "status"))
-		req->cmd = GS_CMD_STATUS;
-	else if (!strcmp(req->cmd_name, "reclaim"))
-		req->cmd = GS_CMD_RECLAIM;
-	else if (!strcmp(req->cmd_name, "wait"))
-		req->cmd = GS_CMD_WAIT;
-	else if (!strcmp(req->cmd_name, "help")) {
+	if (!strcmp(argv[optind], "help")) {
 		gs_cli_usage(stdout);
 		exit(GS_EXIT_CLEAN);
-	} else {
-		gs_err("unknown command '%s' (status, reclaim or wait)", req->cmd_name);
+	}
+	if (!set_command(req, argv[optind])) {
+		gs_err("unknown command '%s' (status, reclaim or wait)", argv[optind]);
 		return -EINVAL;
 	}
 	if (optind + 1 < argc) {

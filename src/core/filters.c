@@ -1,5 +1,6 @@
 #include "core/filters.h"
 #include "proc/procinfo.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -181,15 +182,15 @@ static bool note_candidate(struct gs_filters_host *h, const struct gs_owner *o, 
 	return false;
 }
 
+/* A container in a message: the name comes from a cgroup path, which its
+ * runtime (or a user) chose, so it is escaped (util/sanitize.h). */
 static void describe(const struct gs_owner *o, char *buf, size_t len)
 {
-	if (o->kind == GS_OWNER_DOCKER || o->kind == GS_OWNER_PODMAN)
-		snprintf(buf, len, "%s %.12s", gs_owner_kind_str(o->kind), o->name);
-	else
-		snprintf(buf, len, "%s %.64s", gs_owner_kind_str(o->kind), o->name);
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
+	char name[80];
+
+	snprintf(name, sizeof(name), "%.*s", o->kind == GS_OWNER_DOCKER || o->kind == GS_OWNER_PODMAN ? 12 : 64,
+		 o->name);
+	snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), GS_SAFE(name));
 }
 
 int gs_filters_scan_host(const struct gs_filters *f, int proc_fd, const struct gs_ptable *pt, pid_t self,
@@ -242,7 +243,7 @@ int gs_filters_scan_host(const struct gs_filters *f, int proc_fd, const struct g
 			if (!(ph.containers >> i & 1) || note_candidate(h, &o, i, first, n_cand))
 				continue;
 			{
-				char a[96], b[96];
+				char a[160], b[160];
 
 				describe(&first[i], a, sizeof(a));
 				describe(&o, b, sizeof(b));

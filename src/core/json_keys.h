@@ -13,6 +13,8 @@
 #define GS_JK_SUMMARY "summary"
 #define GS_JK_WARNINGS "warnings"
 #define GS_JK_OUTPUT "output"         /* --remote with a text form: the text */
+#define GS_JK_REASON "reason"
+#define GS_JK_ERROR "error"           /* the document of an early failure: its first error line */
 
 /* GPUs */
 #define GS_JK_GPUS "gpus"

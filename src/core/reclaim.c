@@ -1,6 +1,7 @@
 /* The reclaim pipeline: discover -> plan -> stop -> wait -> verify, and its
  * verdict. See reclaim.h. */
 #include "core/reclaim.h"
+#include "util/lockwait.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,13 +34,8 @@ static void on_interrupt(int sig)
 	interrupted = 1;
 }
 
-static void on_alarm(int sig)
-{
-	(void)sig;
-}
-
-/* No SA_RESTART: a blocking poll or flock returns EINTR so the loops see
- * the flag at once. */
+/* No SA_RESTART: a blocking poll returns EINTR so the loops see the flag
+ * at once. */
 static void install_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_interrupt };
@@ -49,8 +44,6 @@ static void install_handlers(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -85,11 +78,19 @@ static int fail(struct gs_reclaim *rc, enum gs_exit status, const char *fmt, ...
 
 /* One reclaim at a time per host: two would race over the same holders
  * and baselines. Waits up to timeout_ms for the other one to finish. */
+/* Said once, when the lock is taken by another reclaim. */
+static void lock_waiting(void *ud)
+{
+	struct gs_reclaim *rc = ud;
+
+	note(rc, "another gpuslate reclaim is running on this host; waiting up to %.0f s", rc->req->timeout_ms / 1000.0);
+}
+
 static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
 {
 	const char *path = getenv("GPUSLATE_LOCK_FILE");
 	char buf[256];
-	int fd;
+	int fd, r;
 
 	if (!path) {
 		if (access("/run", W_OK) == 0)
@@ -114,35 +115,18 @@ static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
 		if (fstat(fd, &lst) == 0 && lst.st_uid == geteuid() && (lst.st_mode & 077))
 			(void)fchmod(fd, 0600); /* one made by an older version */
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		struct itimerval it = { 0 };
-		uint64_t ms = req->timeout_ms ? req->timeout_ms : 1;
-
-		if (errno != EWOULDBLOCK) {
-			int e = errno;
-
-			close(fd);
-			fail(rc, GS_EXIT_REFUSED, "cannot lock '%s': %s", path, strerror(e));
-			return -e;
-		}
-		note(rc, "another gpuslate reclaim is running on this host; waiting up to %.0f s",
-		     req->timeout_ms / 1000.0);
-		it.it_value.tv_sec = (time_t)(ms / 1000);
-		it.it_value.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-		setitimer(ITIMER_REAL, &it, NULL);
-		while (flock(fd, LOCK_EX) < 0) {
-			if (errno != EINTR || interrupted || getitimer(ITIMER_REAL, &it) < 0 ||
-			    (!it.it_value.tv_sec && !it.it_value.tv_usec)) {
-				memset(&it, 0, sizeof(it));
-				setitimer(ITIMER_REAL, &it, NULL);
-				close(fd);
-				fail(rc, GS_EXIT_REFUSED, "another gpuslate reclaim still holds the lock after %.0f s",
-				     req->timeout_ms / 1000.0);
-				return -EBUSY;
-			}
-		}
-		memset(&it, 0, sizeof(it));
-		setitimer(ITIMER_REAL, &it, NULL);
+	r = gs_lock_wait(fd, path, req->timeout_ms, &interrupted, lock_waiting, rc);
+	if (r < 0) {
+		close(fd);
+		if (r == -EINTR)
+			fail(rc, GS_EXIT_REFUSED,
+			     "interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
+		else if (r == -EBUSY)
+			fail(rc, GS_EXIT_REFUSED, "another gpuslate reclaim still holds the lock after %.0f s",
+			     req->timeout_ms / 1000.0);
+		else
+			fail(rc, GS_EXIT_REFUSED, "cannot lock '%s': %s", path, strerror(-r));
+		return r;
 	}
 	{
 		/* The holder's pid, for whoever waits on the lock. */
@@ -476,6 +460,7 @@ int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *
 	memset(rc, 0, sizeof(*rc));
 	rc->lock_fd = -1;
 	rc->hooks = hooks ? hooks : &none;
+	rc->req = req;
 	rc->rep.command = req->cmd == GS_CMD_WAIT ? "wait" : "reclaim";
 	rc->rep.reason = req->reason;
 	if (req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT)

@@ -91,6 +91,7 @@ struct gs_reclaim {
 	int lock_fd;
 	unsigned stage;                /* how far set-up went, for gs_reclaim_free */
 	const struct gs_reclaim_hooks *hooks;
+	const struct gs_request *req;
 };
 
 /* Run req (GS_CMD_RECLAIM or GS_CMD_WAIT). Returns 0 with rc->rep filled,

@@ -20,6 +20,8 @@ static const struct {
 	/* Holders gone but memory unknown: never "clean", and not a verdict
 	 * about the processes either; the driver could not say. */
 	[GS_VERDICT_UNVERIFIED] = { "unverified", GS_EXIT_DRIVER },
+	[GS_VERDICT_USAGE_ERROR] = { "usage-error", GS_EXIT_USAGE },
+	[GS_VERDICT_ERROR] = { "error", GS_EXIT_OUT_OF_MEMORY },
 };
 
 const char *gs_verdict_name(enum gs_verdict v)
@@ -50,4 +52,14 @@ bool gs_verdict_ok(enum gs_verdict v)
 enum gs_exit gs_exit_of_error(int err, enum gs_exit otherwise)
 {
 	return err == -ENOMEM ? GS_EXIT_OUT_OF_MEMORY : otherwise;
+}
+
+enum gs_verdict gs_verdict_of_failure(enum gs_exit status)
+{
+	switch (status) {
+	case GS_EXIT_USAGE: return GS_VERDICT_USAGE_ERROR;
+	case GS_EXIT_DRIVER: return GS_VERDICT_DRIVER_FAILURE;
+	case GS_EXIT_REFUSED: return GS_VERDICT_REFUSED;
+	default: return GS_VERDICT_ERROR;
+	}
 }

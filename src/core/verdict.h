@@ -34,6 +34,10 @@ enum gs_verdict {
 	GS_VERDICT_DRY_RUN,
 	GS_VERDICT_DRIVER_FAILURE,
 	GS_VERDICT_UNVERIFIED,
+	/* The document of an early failure (--json): the run stopped before
+	 * it had anything to judge (docs/json.md, "Early failures"). */
+	GS_VERDICT_USAGE_ERROR,
+	GS_VERDICT_ERROR,           /* any other early failure (out of memory) */
 };
 
 /* "clean", "selection-gone", ...; NULL for GS_VERDICT_NONE. */
@@ -47,6 +51,10 @@ int gs_verdict_parse(const char *name, enum gs_verdict *ret);
  * free; neither the driver nor the input is at fault, and a driver failure
  * would send an operator to reset a GPU); any other error gives otherwise. */
 enum gs_exit gs_exit_of_error(int err, enum gs_exit otherwise);
+
+/* The verdict of a run that failed early with this exit status: usage
+ * error, driver failure, refused, else error. */
+enum gs_verdict gs_verdict_of_failure(enum gs_exit status);
 
 /* Verdicts that say nothing is wrong: clean, and a dry run that changed nothing. */
 bool gs_verdict_ok(enum gs_verdict v);

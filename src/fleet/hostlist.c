@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/sanitize.h"
 #include "util/util.h"
 
 /* 18 decimal digits always fit in a uint64_t, so no overflow checks are
@@ -17,20 +18,11 @@
 #define NAME_BUF (GS_USERNAME_MAX + 1 + GS_HOSTNAME_MAX + 1)
 
 
-/* Copy of user text for an error message: bounded, and with control and
- * non-ASCII bytes replaced, because the message ends up on a terminal. */
+/* Copy of user text for an error message: bounded and escaped
+ * (util/sanitize.h), because the message ends up on a terminal. */
 static const char *show(char *buf, size_t size, const char *s, size_t len)
 {
-	size_t i, o = 0, lim = size - 4;
-
-	for (i = 0; i < len && o < lim; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-	}
-	if (i < len)
-		memcpy(buf + o, "...", 3), o += 3;
-	buf[o] = '\0';
-	return buf;
+	return gs_text_escape(buf, size, s, len, 0);
 }
 
 /* A single offending character, printable or as \xNN. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/sanitize.h"
 #include "util/util.h"
 #include "util/strbuf.h"
 #include "util/strv.h"
@@ -17,22 +18,11 @@
 #define CONTAINER_NAME_MAX 128
 
 
-/* User text in a message: bounded, control and non-ASCII bytes replaced
- * (the message is printed on a terminal). */
+/* User text in a message: bounded and escaped (util/sanitize.h), because
+ * the message is printed on a terminal. */
 static const char *show(char *buf, size_t size, const char *s)
 {
-	size_t i, o = 0, lim = size - 4;
-
-	for (i = 0; s[i] && o < lim; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-	}
-	if (s[i]) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-	return buf;
+	return gs_safe(s, buf, size);
 }
 
 static bool is_alnum(char c)

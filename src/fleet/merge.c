@@ -4,6 +4,7 @@
 #include "core/snapshot.h"
 #include "core/verdict.h"
 #include "fleet/merge.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 #include "fleet/hostlist.h"
 
@@ -51,62 +52,28 @@ static const char *verdict_str(enum gs_host_verdict v)
 	return "failed";
 }
 
-char *gs_sanitize(const char *s, size_t len, size_t max)
+/* A host's stderr for JSON: lines kept (JSON escapes them), control bytes
+ * and invalid UTF-8 as \xNN, so the string is never refused; "..." marks a
+ * cut. NULL on allocation failure. */
+static json_t *stderr_json(const char *err, size_t len)
 {
-	size_t cap = (max < len ? max : len) * 4 + 4, o = 0;
-	char *q = malloc(cap);
-
-	if (!q)
-		return NULL;
-	for (size_t i = 0; i < len && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c >= 0x20 && c < 0x7f) {
-			q[o++] = (char)c;
-		} else {
-			/* Remote bytes never reach the terminal raw: no escape
-			 * sequences, no line breaks inside a report line. */
-			snprintf(q + o, cap - o, "\\x%02x", c);
-			o += 4;
-		}
-	}
-	if (len > max) {
-		memcpy(q + o, "...", 3);
-		o += 3;
-	}
-	q[o] = '\0';
-	return q;
-}
-
-/* Remote text for a JSON string: line breaks and tabs stay (JSON escapes
- * them), other control bytes become \xNN as in gs_sanitize, UTF-8 stays.
- * NULL when the bytes are not UTF-8 (the caller falls back to the
- * sanitized text) or on allocation failure. */
-static json_t *json_lines(const char *s, size_t len, size_t max)
-{
-	size_t n = len < max ? len : max, o = 0;
-	char *q = malloc(n * 4 + 4);
+	size_t n = len < GS_STDERR_BYTES ? len : GS_STDERR_BYTES, qlen;
+	char *q = gs_json_escape_dup(err, n, GS_ESC_LINES, &qlen), *full;
 	json_t *j;
 
 	if (!q)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c >= 0x20 && c != 0x7f) {
-			q[o++] = (char)c;
-		} else if (c == '\n' || c == '\t') {
-			q[o++] = (char)c;
-		} else {
-			snprintf(q + o, 5, "\\x%02x", c);
-			o += 4;
-		}
+	full = len > n ? realloc(q, qlen + 4) : q;
+	if (!full) {
+		free(q);
+		return NULL;
 	}
-	if (len > max)
-		for (int k = 0; k < 3; k++)
-			q[o++] = '.';
-	j = json_stringn(q, o);
-	free(q);
+	if (len > n) {
+		memcpy(full + qlen, "...", 4);
+		qlen += 3;
+	}
+	j = json_stringn(full, qlen);
+	free(full);
 	return j;
 }
 
@@ -137,7 +104,7 @@ static char *last_line(const char *err, size_t len)
 		/* Warnings (a host key added, a post-quantum notice) are not the
 		 * reason anything failed. */
 		if (end > start && strncmp(err + start, "Warning:", 8) && strncmp(err + start, "** ", 3))
-			return gs_sanitize(err + start, end - start, GS_LINE_BYTES);
+			return gs_text_dup(err + start, end - start, GS_LINE_BYTES);
 		end = start;
 	}
 	return strdup("");
@@ -190,13 +157,14 @@ static const char *comm_of(json_t *doc, json_int_t pid)
 static void sb_pid(struct gs_strbuf *b, json_t *doc, json_int_t pid, bool first)
 {
 	const char *c = comm_of(doc, pid);
-	char *safe = c ? gs_sanitize(c, strlen(c), 64) : NULL;
+	char *safe = c ? gs_text_dup(c, strlen(c), 64) : NULL;
 
-	if (safe)
+	if (safe) {
 		gs_strbuf_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
-	else
+		free(safe);
+	} else {
 		gs_strbuf_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
-	free(safe);
+	}
 }
 
 /* status: the host's verdict; for hosts older than that, the same rule as
@@ -313,7 +281,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 	if (verdict == GS_VERDICT_NO_MATCH) {
 		json_array_foreach(json_object_get(doc, GS_JK_UNMATCHED), i, x) {
 			const char *u = json_string_value(x);
-			char *safe = u ? gs_sanitize(u, strlen(u), 64) : NULL;
+			char *safe = u ? gs_text_dup(u, strlen(u), 64) : NULL;
 
 			if (safe)
 				gs_strbuf_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
@@ -350,7 +318,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 			gs_strbuf_addf(why, "%s%lld respawned", why->len ? "; " : "",
 				(long long)json_integer_value(json_object_get(x, GS_JK_PID)));
 			if (by) {
-				char *safe = gs_sanitize(by, strlen(by), 64);
+				char *safe = gs_text_dup(by, strlen(by), 64);
 
 				if (safe)
 					gs_strbuf_addf(why, " by %s", safe);
@@ -368,13 +336,35 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 
 			if (!strncmp(sum, "gpuslate: ", 10))
 				sum += 10;
-			safe = gs_sanitize(sum, strlen(sum), GS_LINE_BYTES);
+			safe = gs_text_dup(sum, strlen(sum), GS_LINE_BYTES);
 			if (safe)
 				gs_strbuf_addf(why, "%s", safe);
 			free(safe);
 		}
 	}
 	return GS_HV_NOT_CLEAN;
+}
+
+/* A document of an early failure (docs/json.md): gpuslate ran on the host
+ * and stopped before it had anything to judge (a usage error, the lock of
+ * another reclaim, no driver, NVML failing or hung during discovery). The
+ * host failed, for the reason the document gives: "refused (exit 5):
+ * another gpuslate reclaim still holds the lock after 60 s". */
+static int judge_early_failure(struct gs_host_result *r, json_t *doc, json_t *err)
+{
+	const char *v = json_string_value(json_object_get(doc, GS_JK_VERDICT));
+	char *why = gs_text_dup(json_string_value(err), json_string_length(err), GS_LINE_BYTES);
+	char *word = v ? gs_text_dup(v, strlen(v), 20) : NULL;
+
+	for (char *p = word; p && *p; p++)
+		if (*p == '-')
+			*p = ' ';
+	r->failure = GS_HF_REMOTE_ERROR;
+	r->error = why ? xasprintf("%s (exit %d): %s", word && *word ? word : "gpuslate failed", r->exit_code, why)
+		       : NULL;
+	free(why);
+	free(word);
+	return r->error ? 0 : -ENOMEM;
 }
 
 static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs_merge_opts *m)
@@ -387,9 +377,11 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	long long mib;
 	size_t ngpus = json_array_size(json_object_get(doc, GS_JK_GPUS));
 
+	if (json_is_string(json_object_get(doc, GS_JK_ERROR)))
+		return judge_early_failure(r, doc, json_object_get(doc, GS_JK_ERROR));
 	if (!cmd || !m->command || strcmp(cmd, m->command)) {
 		/* the remote's word is quoted sanitized, as all remote text */
-		char *safe = cmd ? gs_sanitize(cmd, strlen(cmd), 20) : NULL;
+		char *safe = cmd ? gs_text_dup(cmd, strlen(cmd), 20) : NULL;
 
 		r->failure = GS_HF_BAD_OUTPUT;
 		r->error = xasprintf("bad output: a '%s' document where '%s' was asked for", safe ? safe : "?",
@@ -425,7 +417,7 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	else
 		snprintf(mem, sizeof(mem), "memory unknown");
 	{
-		char *safe = why.p ? gs_sanitize(why.p, why.len, 4 * GS_LINE_BYTES) : NULL;
+		char *safe = why.p ? gs_text_dup(why.p, why.len, 4 * GS_LINE_BYTES) : NULL;
 
 		r->line = xasprintf("%s, %zu GPU%s, %s%s%s", vword, ngpus, ngpus == 1 ? "" : "s", mem,
 				    safe && *safe ? ": " : "", safe && *safe ? safe : "");
@@ -470,7 +462,7 @@ static int classify_failure(struct gs_host_result *r, const struct gs_run_output
 		r->failure = GS_HF_REMOTE_ERROR;
 		r->error = xasprintf("gpuslate failed (exit %d)%s%s", code, *line ? ": " : "", line);
 	} else {
-		char *first = gs_sanitize(o->out, o->out_len, GS_QUOTE_BYTES);
+		char *first = gs_text_dup(o->out, o->out_len, GS_QUOTE_BYTES);
 
 		r->failure = GS_HF_BAD_OUTPUT;
 		r->error = first ? xasprintf("bad output (exit %d, %zu bytes%s), starting \"%s\"", code, o->out_len,
@@ -495,12 +487,10 @@ int gs_host_result_make(struct gs_host_result *r, const char *host, const struct
 	r->elapsed_ms = o->elapsed_ms;
 	r->verdict = GS_HV_FAILED;
 	if (o->err_len) {
-		r->stderr_text = gs_sanitize(o->err, o->err_len, GS_STDERR_BYTES);
+		r->stderr_text = gs_text_dup(o->err, o->err_len, GS_STDERR_BYTES);
 		if (!r->stderr_text)
 			return -ENOMEM;
-		r->stderr_json = json_lines(o->err, o->err_len, GS_STDERR_BYTES);
-		if (!r->stderr_json)
-			r->stderr_json = json_string(r->stderr_text);
+		r->stderr_json = stderr_json(o->err, o->err_len);
 		if (!r->stderr_json)
 			return -ENOMEM;
 	}
@@ -684,7 +674,7 @@ int gs_fleet_render_prefixed(const struct gs_host_result *r, size_t n, char **re
 			const char *nl = memchr(p, '\n', left);
 			size_t ll = nl ? (size_t)(nl - p) : left;
 			/* Remote text: control bytes never reach the terminal raw. */
-			char *safe = gs_sanitize(p, ll, ll);
+			char *safe = gs_text_dup(p, ll, ll);
 
 			if (!safe) {
 				rc = -ENOMEM;

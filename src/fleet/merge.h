@@ -96,8 +96,4 @@ int gs_fleet_render_prefixed(const struct gs_host_result *r, size_t n, char **re
  * stderr, report}], summary}. New reference. */
 json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *command, bool interrupted);
 
-/* Copy at most max bytes of s (len bytes) into a printable one-line string:
- * control bytes and non-ASCII become \xNN; "..." marks a cut. malloc'd. */
-char *gs_sanitize(const char *s, size_t len, size_t max);
-
 #endif

@@ -1,7 +1,7 @@
 /* The per-host command of a fleet run; see remote.h for the shapes. */
 #include "fleet/remote.h"
 #include "core/options.h"
-#include "fleet/merge.h"
+#include "util/sanitize.h"
 #include "util/strv.h"
 #include "util/util.h"
 
@@ -190,10 +190,9 @@ int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t 
 		{
 			/* The refused word is shown escaped: the line break that
 			 * got it refused must not reach the terminal raw. */
-			char *shown = gs_sanitize(s.v[i], strlen(s.v[i]), 40);
+			char *shown = gs_text_dup(s.v[i], strlen(s.v[i]), 40);
 
-			gs_seterr(err, errlen, "cannot pass '%s%s' to the remote hosts: %s", shown ? shown : "?",
-			       strlen(s.v[i]) > 40 ? "..." : "",
+			gs_seterr(err, errlen, "cannot pass '%s' to the remote hosts: %s", shown ? shown : "?",
 			       strlen(s.v[i]) > GS_REMOTE_WORD_MAX ? "too long" : "it contains a line break");
 			free(shown);
 			gs_strv_release(&s);

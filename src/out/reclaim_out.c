@@ -2,6 +2,7 @@
 #include "out/reclaim_out.h"
 #include "out/color.h"
 #include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <signal.h>
@@ -16,10 +17,12 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 {
 	switch (t->action) {
 	case GS_ACT_STOP_UNIT:
+		/* unit and container names come from cgroup paths: escaped */
 		if (p->units[t->unit].container[0])
-			snprintf(buf, len, "stop unit %.200s in CT %.60s", p->units[t->unit].unit, p->units[t->unit].container);
+			snprintf(buf, len, "stop unit %.200s in CT %.60s", GS_SAFE(p->units[t->unit].unit),
+				 GS_SAFE(p->units[t->unit].container));
 		else
-			snprintf(buf, len, "stop unit %s", p->units[t->unit].unit);
+			snprintf(buf, len, "stop unit %s", GS_SAFE(p->units[t->unit].unit));
 		break;
 	case GS_ACT_SIGNAL_GROUP:
 		snprintf(buf, len, "signal process group %d", (int)t->pid);
@@ -48,7 +51,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 	char gl[64];
 
 	gpus_of(s, &p->gpus, gl, sizeof(gl));
-	fprintf(f, "Host %s, GPUs %s\n", s->host, gl);
+	fprintf(f, "Host %s, GPUs %s\n", GS_SAFE(s->host), gl);
 	if (!p->n_targets) {
 		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
 	} else {
@@ -91,7 +94,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			if (h && h->info_ok)
 				gs_command_display(&h->info, cmd, sizeof(cmd));
 			else
-				gs_strlcpy(cmd, t->comm, sizeof(cmd));
+				gs_safe(t->comm, cmd, sizeof(cmd));
 			gs_fit_middle(cmd, cw, shown, sizeof(shown));
 			action_text(p, t, act, sizeof(act));
 			if (h && h->protected_unverified) {
@@ -100,7 +103,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				snprintf(act + al, sizeof(act) - al, " [named like a protected daemon; not one]");
 			}
 			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
-				h && h->info_ok ? h->info.user : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
+				h && h->info_ok ? GS_SAFE(h->info.user) : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
 		}
 	}
 	if (p->n_left) {
@@ -124,8 +127,8 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			if (l->why == GS_LEAVE_NS_INIT && l->would_end)
 				snprintf(extra, sizeof(extra), "; would end PID %d", (int)l->would_end);
 			fprintf(f, "  %7d %-8.8s %-20.20s %-7s %10s %s%s\n", (int)l->pid,
-				h->alive && h->info_ok ? h->info.user : "-",
-				h->alive && h->info_ok ? h->info.name : GS_GONE, tg, m, gs_leave_str(l->why), extra);
+				h->alive && h->info_ok ? GS_SAFE(h->info.user) : "-",
+				h->alive && h->info_ok ? GS_SAFE(h->info.name) : GS_GONE, tg, m, gs_leave_str(l->why), extra);
 		}
 	}
 }
@@ -137,7 +140,8 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
 	return buf;
 }
 
-void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
+/* The summary as built, before escaping: names and messages as they came. */
+static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;
 	size_t off = 0;
@@ -206,6 +210,17 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 		buf[off - 1] = '\0';
 }
 
+void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len)
+{
+	char raw[1024];
+
+	/* One line for people, logs and a drain reason: every name and
+	 * message in it (process names, unit names, filter values, NVML's
+	 * and systemctl's words) escaped at once (util/sanitize.h). */
+	summary_raw(r, raw, sizeof(raw));
+	gs_safe(raw, buf, len);
+}
+
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -222,29 +237,37 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 
 			if (!ur->command[0] && !ur->error[0])
 				continue;
+			/* unit names, the argv run and the manager's error
+			 * text all come from outside: escaped */
 			if (!ur->command[0])
-				fprintf(f, "  unit %s: %s; its processes are signalled\n", p->units[u].unit, ur->error);
+				fprintf(f, "  unit %s: %s; its processes are signalled\n", GS_SAFE(p->units[u].unit),
+					GS_SAFE(ur->error));
 			else if (ur->exit_code == 0)
-				fprintf(f, "  unit %s: %s: done in %.2f s\n", p->units[u].unit, ur->command, ur->took_ms / 1000.0);
+				fprintf(f, "  unit %s: %s: done in %.2f s\n", GS_SAFE(p->units[u].unit), GS_SAFE(ur->command),
+					ur->took_ms / 1000.0);
 			else if (ur->timed_out) /* was "failed (timed out0)" */
 				fprintf(f, "  unit %s: %s: failed (timed out)%s%s; its processes are signalled\n",
-					p->units[u].unit, ur->command, ur->error[0] ? ": " : "", ur->error);
+					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->error[0] ? ": " : "",
+					GS_SAFE(ur->error));
 			else
 				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s; its processes are signalled\n",
-					p->units[u].unit, ur->command, ur->exit_code, ur->error[0] ? ": " : "", ur->error);
+					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->exit_code,
+					ur->error[0] ? ": " : "", GS_SAFE(ur->error));
 		}
 		for (size_t i = 0; i < st->n_procs; i++) {
 			const struct gs_proc_result *pr = &st->procs[i];
-			char sig[32];
+			/* comm in 16 columns; an escape is never cut (util/sanitize.h) */
+			char sig[32], cm[17];
 
-			fprintf(f, "  %8d  %-16.16s signals %-14s %s", (int)pr->pid, pr->comm,
+			fprintf(f, "  %8d  %-16s signals %-14s %s", (int)pr->pid,
+				gs_text_escape(cm, sizeof(cm), pr->comm, strlen(pr->comm), 0),
 				signals_text(pr->sent, sig, sizeof(sig)), gs_outcome_str(pr->outcome));
 			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
 			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)
 				fprintf(f, " after %.2f s", pr->exited_ms / 1000.0);
 			if (pr->outcome == GS_OUT_D_STATE)
 				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
-					pr->wchan[0] ? pr->wchan : "?");
+					pr->wchan[0] ? GS_SAFE(pr->wchan) : "?");
 			fputc('\n', f);
 		}
 	}
@@ -260,12 +283,13 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			mib(b, sizeof(b), gv->mem_known, gv->before);
 			mib(a, sizeof(a), gv->mem_known, gv->after);
 			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
-			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, gp->name, b, a, bl);
+			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, GS_SAFE(gp->name), b, a, bl);
 			if (gv->clean && gv->n_others) {
 				fprintf(f, "not free: %llu MiB held by processes left alone:",
 					(unsigned long long)(gv->others_total / GS_MIB));
 				for (size_t k = 0; k < gv->n_others && k < GS_ARRAY_SIZE(gv->others); k++)
-					fprintf(f, "%s %d (%s)", k ? "," : "", (int)gv->others[k], gv->others_comm[k]);
+					fprintf(f, "%s %d (%s)", k ? "," : "", (int)gv->others[k],
+						GS_SAFE(gv->others_comm[k]));
 				fprintf(f, "%s\n", gv->n_others > GS_ARRAY_SIZE(gv->others) ? ", ..." : "");
 			} else if (gv->clean && gv->mem_known && gv->before > gv->baseline)
 				fprintf(f, "clean, released in %.2f s\n", gv->released_ms / 1000.0);
@@ -277,7 +301,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					const struct gs_holder *h = gs_snapshot_find(s, gv->held_by[k]);
 
 					(void)h;
-					fprintf(f, "%s%d (%s)", k ? ", " : ": held by ", (int)gv->held_by[k], gv->held_comm[k]);
+					fprintf(f, "%s%d (%s)", k ? ", " : ": held by ", (int)gv->held_by[k],
+						GS_SAFE(gv->held_comm[k]));
 				}
 				if (gv->holders_gone)
 					fprintf(f, ": holders gone, memory not released yet");
@@ -299,12 +324,12 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					" memory not verified\n", gp->index);
 		}
 		for (size_t i = 0; i < v->n_respawns; i++)
-			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, v->respawns[i].comm,
-				v->respawns[i].by);
+			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
+				GS_SAFE(v->respawns[i].by));
 		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)
-			fprintf(f, "driver failure: %s\n", v->driver_error);
+			fprintf(f, "driver failure: %s\n", GS_SAFE(v->driver_error));
 		if (v->timed_out)
 			fprintf(f, "gave up waiting after %.1f s\n", v->waited_ms / 1000.0);
 		if (v->interrupted || (r->stop && r->stop->interrupted))
@@ -347,12 +372,12 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	json_object_set_new(j, "tool", json_string("gpuslate"));
 	json_object_set_new(j, "version", json_string(GS_VERSION));
 	json_object_set_new(j, GS_JK_COMMAND, json_string(r->command));
-	json_object_set_new(j, "host", json_string(s->host));
+	json_object_set_new(j, "host", gs_json_text(s->host));
 	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(r->verdict)));
 	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(r->exit_status));
 	json_object_set_new(j, "dry_run", json_boolean(r->dry_run));
 	gs_reclaim_summary(r, summary, sizeof(summary));
-	json_object_set_new(j, GS_JK_SUMMARY, json_string(summary));
+	json_object_set_new(j, GS_JK_SUMMARY, gs_json_text(summary));
 	{
 		/* An operator's --reason leads; the diagnosis follows when the
 		 * GPUs are not clean, so a drain reason says what was wrong. */
@@ -362,13 +387,15 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			snprintf(reason, sizeof(reason), "%s: %s", r->reason, summary);
 		else
 			snprintf(reason, sizeof(reason), "%s", r->reason && *r->reason ? r->reason : summary);
-		json_object_set_new(j, "reason", json_string(reason));
+		/* --reason is the operator's text: valid UTF-8 kept, a line
+		 * break or control byte escaped (it may become a drain reason) */
+		json_object_set_new(j, GS_JK_REASON, gs_json_text(reason));
 	}
 	{
 		json_t *um = json_array();
 
 		for (size_t i = 0; i < r->n_unmatched; i++)
-			json_array_append_new(um, json_string(r->unmatched[i]));
+			json_array_append_new(um, gs_json_text(r->unmatched[i]));
 		json_object_set_new(j, GS_JK_UNMATCHED, um);
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
@@ -381,15 +408,15 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_t *o = json_object();
 
 			json_object_set_new(o, GS_JK_PID, json_integer(t->pid));
-			json_object_set_new(o, GS_JK_COMM, json_string(t->comm));
-			json_object_set_new(o, "user", h && h->info_ok ? json_string(h->info.user) : json_null());
+			json_object_set_new(o, GS_JK_COMM, gs_json_text(t->comm));
+			json_object_set_new(o, "user", h && h->info_ok ? gs_json_text(h->info.user) : json_null());
 			json_object_set_new(o, GS_JK_GPUS, h ? json_gpus_of(s, &h->gpus) : json_array());
 			json_object_set_new(o, GS_JK_MEMORY_MIB, h ? json_mib(h->mem_known, h->mem_used) : json_null());
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
-			json_object_set_new(o, "unit", t->unit >= 0 ? json_string(p->units[t->unit].unit) : json_null());
+			json_object_set_new(o, "unit", t->unit >= 0 ? gs_json_text(p->units[t->unit].unit) : json_null());
 			json_object_set_new(o, "container", t->unit >= 0 && p->units[t->unit].container[0]
-							     ? json_string(p->units[t->unit].container) : json_null());
+							     ? gs_json_text(p->units[t->unit].container) : json_null());
 			json_object_set_new(o, "why", json_string(gs_why_str(t->why)));
 			if (t->why != GS_WHY_HOLDER)
 				json_object_set_new(o, "why_pid", json_integer(t->why_pid));
@@ -402,11 +429,11 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_t *o = json_object();
 
 			json_object_set_new(o, GS_JK_PID, json_integer(l->pid));
-			json_object_set_new(o, GS_JK_COMM, h->info_ok ? json_string(h->info.st.comm) : json_null());
+			json_object_set_new(o, GS_JK_COMM, h->info_ok ? gs_json_text(h->info.st.comm) : json_null());
 			json_object_set_new(o, GS_JK_ROLE, json_string(gs_role_str(h->role)));
 			json_object_set_new(o, GS_JK_GPUS, json_gpus_of(s, &h->gpus));
 			json_object_set_new(o, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
-			json_object_set_new(o, "reason", json_string(gs_leave_str(l->why)));
+			json_object_set_new(o, GS_JK_REASON, json_string(gs_leave_str(l->why)));
 			if (l->would_end)
 				json_object_set_new(o, "would_end", json_integer(l->would_end));
 			json_object_set_new(o, "protected_name_unverified", json_boolean(h->protected_unverified));
@@ -430,13 +457,14 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			const struct gs_unit_result *ur = &r->stop->units[u];
 			json_t *o = json_object();
 
-			json_object_set_new(o, "unit", json_string(p->units[u].unit));
-			json_object_set_new(o, "container", p->units[u].container[0] ? json_string(p->units[u].container) : json_null());
-			json_object_set_new(o, GS_JK_COMMAND, ur->command[0] ? json_string(ur->command) : json_null());
+			json_object_set_new(o, "unit", gs_json_text(p->units[u].unit));
+			json_object_set_new(o, "container",
+					    p->units[u].container[0] ? gs_json_text(p->units[u].container) : json_null());
+			json_object_set_new(o, GS_JK_COMMAND, ur->command[0] ? gs_json_text(ur->command) : json_null());
 			json_object_set_new(o, GS_JK_EXIT_STATUS, ur->command[0] ? json_integer(ur->exit_code) : json_null());
 			json_object_set_new(o, "timed_out", json_boolean(ur->timed_out));
 			json_object_set_new(o, "stopped", json_boolean(ur->stopped));
-			json_object_set_new(o, "error", ur->error[0] ? json_string(ur->error) : json_null());
+			json_object_set_new(o, GS_JK_ERROR, ur->error[0] ? gs_json_text(ur->error) : json_null());
 			json_object_set_new(o, "seconds", json_real(ur->took_ms / 1000.0));
 			json_array_append_new(units, o);
 		}
@@ -451,14 +479,14 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			if (pr->sent & GS_SENT_KILL)
 				json_array_append_new(sigs, json_string("SIGKILL"));
 			json_object_set_new(o, GS_JK_PID, json_integer(pr->pid));
-			json_object_set_new(o, GS_JK_COMM, json_string(pr->comm));
+			json_object_set_new(o, GS_JK_COMM, gs_json_text(pr->comm));
 			json_object_set_new(o, "action", json_string(gs_action_str(p->targets[i].action)));
 			json_object_set_new(o, "signals", sigs);
 			json_object_set_new(o, "outcome", json_string(gs_outcome_str(pr->outcome)));
 			json_object_set_new(o, "exited_after_s", pr->exited_ms || pr->outcome == GS_OUT_EXITED_TERM ||
 								   pr->outcome == GS_OUT_KILLED
 							 ? json_real(pr->exited_ms / 1000.0) : json_null());
-			json_object_set_new(o, "wchan", pr->wchan[0] ? json_string(pr->wchan) : json_null());
+			json_object_set_new(o, "wchan", pr->wchan[0] ? gs_json_text(pr->wchan) : json_null());
 			json_array_append_new(procs, o);
 		}
 		json_object_set_new(j, "units", units);
@@ -486,8 +514,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				for (size_t k = 0; k < gv->n_held_by; k++)
 					json_array_append_new(held, json_integer(gv->held_by[k]));
 				json_object_set_new(o, GS_JK_INDEX, json_integer(gp->index));
-				json_object_set_new(o, "uuid", json_string(gp->uuid));
-				json_object_set_new(o, "name", json_string(gp->name));
+				json_object_set_new(o, "uuid", gs_json_text(gp->uuid));
+				json_object_set_new(o, "name", gs_json_text(gp->name));
 				json_object_set_new(o, GS_JK_CLEAN, json_boolean(gv->clean));
 				json_object_set_new(o, GS_JK_MEMORY_BEFORE_MIB, json_mib(gv->mem_known, gv->before));
 				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB, json_mib(gv->mem_known, gv->after));
@@ -505,7 +533,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 						json_t *x = json_object();
 
 						json_object_set_new(x, "pid", json_integer(gv->others[k]));
-						json_object_set_new(x, "comm", json_string(gv->others_comm[k]));
+						json_object_set_new(x, "comm", gs_json_text(gv->others_comm[k]));
 						json_object_set_new(x, "memory_mib", json_integer((json_int_t)(gv->others_memory[k] / GS_MIB)));
 						json_array_append_new(others, x);
 					}
@@ -517,13 +545,13 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_t *o = json_object();
 
 				json_object_set_new(o, GS_JK_PID, json_integer(v->respawns[i].pid));
-				json_object_set_new(o, GS_JK_COMM, json_string(v->respawns[i].comm));
-				json_object_set_new(o, GS_JK_BY, json_string(v->respawns[i].by));
+				json_object_set_new(o, GS_JK_COMM, gs_json_text(v->respawns[i].comm));
+				json_object_set_new(o, GS_JK_BY, gs_json_text(v->respawns[i].by));
 				json_array_append_new(resp, o);
 			}
 			json_object_set_new(j, "timed_out", json_boolean(v->timed_out));
 			json_object_set_new(j, "memory_verified", json_boolean(!v->memory_unverified));
-			json_object_set_new(j, "driver_error", v->driver_failed ? json_string(v->driver_error) : json_null());
+			json_object_set_new(j, "driver_error", v->driver_failed ? gs_json_text(v->driver_error) : json_null());
 			json_object_set_new(j, "waited_s", json_real(v->waited_ms / 1000.0));
 		} else if (p) {
 			for (size_t g = 0; g < s->n_gpus; g++) {
@@ -534,8 +562,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 					continue;
 				o = json_object();
 				json_object_set_new(o, GS_JK_INDEX, json_integer(gp->index));
-				json_object_set_new(o, "uuid", json_string(gp->uuid));
-				json_object_set_new(o, "name", json_string(gp->name));
+				json_object_set_new(o, "uuid", gs_json_text(gp->uuid));
+				json_object_set_new(o, "name", gs_json_text(gp->name));
 				json_object_set_new(o, GS_JK_CLEAN, json_null());
 				json_object_set_new(o, GS_JK_MEMORY_BEFORE_MIB, json_mib(gp->mem_known, gp->mem_used));
 				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB, json_null());

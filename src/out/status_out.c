@@ -1,5 +1,6 @@
 #include "core/json_keys.h"
 #include "out/status_out.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -8,15 +9,16 @@
 void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len)
 {
 	/* argv[0]'s directory is noise in a table: show its basename and the
-	 * arguments. */
-	const char *args = in->cmdline;
-	const char *sp = strchr(args, ' ');
+	 * arguments, which begin where argv[0] ends (argv[0] may hold spaces). */
+	size_t a0 = in->argv0_len <= strlen(in->cmdline) ? in->argv0_len : strlen(in->cmdline);
+	const char *sp = in->cmdline[a0] ? in->cmdline + a0 : NULL;
 
+	/* The process's own words: escaped for the terminal. */
 	if (!in->cmdline[0]) {
-		snprintf(buf, len, "[%s]", in->st.comm);
+		snprintf(buf, len, "[%s]", GS_SAFE(in->st.comm));
 		return;
 	}
-	snprintf(buf, len, "%s%s", in->name, sp ? sp : "");
+	snprintf(buf, len, "%s%s", GS_SAFE(in->name), GS_SAFE(sp ? sp : ""));
 }
 
 void gs_fit_middle(const char *s, size_t width, char *buf, size_t len)
@@ -51,6 +53,11 @@ bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *s
 
 void gs_owner_format(const struct gs_owner *o, char *buf, size_t len)
 {
+	/* Names from cgroup paths, which runtimes and users choose: escaped. */
+	char name[GS_SAFE_SIZE], unit[GS_SAFE_SIZE];
+
+	gs_safe(o->name, name, sizeof(name));
+	gs_safe(o->unit, unit, sizeof(unit));
 	switch (o->kind) {
 	case GS_OWNER_NONE:
 		snprintf(buf, len, "-");
@@ -60,23 +67,23 @@ void gs_owner_format(const struct gs_owner *o, char *buf, size_t len)
 	case GS_OWNER_UNIT:
 		/* a host unit's unit[] is the inner one of a delegated subtree */
 		if (o->unit[0])
-			snprintf(buf, len, "%s %s: %s", gs_owner_kind_str(o->kind), o->name, o->unit);
+			snprintf(buf, len, "%s %s: %s", gs_owner_kind_str(o->kind), name, unit);
 		else
-			snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), o->name);
+			snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), name);
 		break;
 	case GS_OWNER_DOCKER:
 	case GS_OWNER_PODMAN:
 		/* Full ids are in the JSON; 12 characters are what docker ps shows. */
-		snprintf(buf, len, "%s %.12s", gs_owner_kind_str(o->kind), o->name);
+		snprintf(buf, len, "%s %.12s", gs_owner_kind_str(o->kind), name);
 		break;
 	case GS_OWNER_SLURM:
-		snprintf(buf, len, "slurm job %s", o->name);
+		snprintf(buf, len, "slurm job %s", name);
 		break;
 	case GS_OWNER_KUBERNETES:
-		snprintf(buf, len, "pod %s", o->name);
+		snprintf(buf, len, "pod %s", name);
 		break;
 	default:
-		snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), o->name);
+		snprintf(buf, len, "%s %s", gs_owner_kind_str(o->kind), name);
 		break;
 	}
 }
@@ -91,9 +98,9 @@ json_t *gs_json_owner(const struct gs_owner *o)
 	json_t *j = json_object();
 
 	json_object_set_new(j, "kind", json_string(gs_owner_kind_str(o->kind)));
-	json_object_set_new(j, "name", o->kind == GS_OWNER_NONE ? json_null() : json_string(o->name));
-	json_object_set_new(j, "unit", o->unit[0] ? json_string(o->unit) : json_null());
-	json_object_set_new(j, "cgroup", o->cgroup[0] ? json_string(o->cgroup) : json_null());
+	json_object_set_new(j, "name", o->kind == GS_OWNER_NONE ? json_null() : gs_json_text(o->name));
+	json_object_set_new(j, "unit", o->unit[0] ? gs_json_text(o->unit) : json_null());
+	json_object_set_new(j, "cgroup", o->cgroup[0] ? gs_json_text(o->cgroup) : json_null());
 	json_object_set_new(j, "delegated", json_boolean(o->delegated));
 	return j;
 }
@@ -123,9 +130,9 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 
 	json_object_set_new(j, GS_JK_INDEX, json_integer(g->index));
 	json_object_set_new(j, "minor", json_integer(g->minor));
-	json_object_set_new(j, "uuid", g->uuid[0] ? json_string(g->uuid) : json_null());
-	json_object_set_new(j, "name", json_string(g->name));
-	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? json_string(g->pci_bus_id) : json_null());
+	json_object_set_new(j, "uuid", g->uuid[0] ? gs_json_text(g->uuid) : json_null());
+	json_object_set_new(j, "name", gs_json_text(g->name));
+	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? gs_json_text(g->pci_bus_id) : json_null());
 	json_object_set_new(j, GS_JK_MEMORY_USED_MIB, json_mib(g->mem_known, g->mem_used));
 	gs_json_memory_basis(j, g);
 	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
@@ -143,10 +150,10 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 			json_array_append_new(gpus, json_integer(s->gpus[g].index));
 	json_object_set_new(j, GS_JK_PID, json_integer(h->pid));
 	json_object_set_new(j, "alive", json_boolean(h->alive));
-	json_object_set_new(j, GS_JK_COMM, h->info_ok ? json_string(in->st.comm) : json_null());
-	json_object_set_new(j, "name", h->info_ok ? json_string(in->name) : json_null());
-	json_object_set_new(j, "cmdline", h->info_ok ? json_string(in->cmdline) : json_null());
-	json_object_set_new(j, "user", h->info_ok ? json_string(in->user) : json_null());
+	json_object_set_new(j, GS_JK_COMM, h->info_ok ? gs_json_text(in->st.comm) : json_null());
+	json_object_set_new(j, "name", h->info_ok ? gs_json_text(in->name) : json_null());
+	json_object_set_new(j, "cmdline", h->info_ok ? gs_json_text(in->cmdline) : json_null());
+	json_object_set_new(j, "user", h->info_ok ? gs_json_text(in->user) : json_null());
 	json_object_set_new(j, "uid", h->info_ok ? json_integer(in->status.uid) : json_null());
 	json_object_set_new(j, "state", h->info_ok ? json_sprintf("%c", in->st.state) : json_null());
 	json_object_set_new(j, "ppid", h->info_ok ? json_integer(in->st.ppid) : json_null());
@@ -185,9 +192,9 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 	json_object_set_new(j, "version", json_string(GS_VERSION));
 	json_object_set_new(j, GS_JK_COMMAND, json_string("status"));
 	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(verdict)));
-	json_object_set_new(j, "host", json_string(s->host));
+	json_object_set_new(j, "host", gs_json_text(s->host));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
-	json_object_set_new(j, "driver_version", s->driver_version[0] ? json_string(s->driver_version) : json_null());
+	json_object_set_new(j, "driver_version", s->driver_version[0] ? gs_json_text(s->driver_version) : json_null());
 	for (size_t g = 0; g < s->n_gpus; g++)
 		if (sel_all || gs_gpuset_has(sel, (unsigned)g))
 			json_array_append_new(gpus, gs_json_gpu(&s->gpus[g], s));
@@ -195,7 +202,7 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 		if (gs_holder_in_selection(&s->holders[i], sel, sel_all))
 			json_array_append_new(procs, gs_json_process(&s->holders[i], s));
 	if (s->gpu_warning[0])
-		json_array_append_new(warn, json_string(s->gpu_warning));
+		json_array_append_new(warn, gs_json_text(s->gpu_warning));
 	json_object_set_new(j, GS_JK_WARNINGS, warn);
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_PROCESSES, procs);
@@ -276,8 +283,8 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 		fmt_mib(used, sizeof(used), gp->mem_known, gp->mem_used);
 		fmt_mib(res, sizeof(res), gp->mem_known && gp->mem_v2, gp->mem_reserved);
 		fmt_mib(tot, sizeof(tot), gp->mem_known, gp->mem_total);
-		fprintf(f, "%-3u %-15.15s %-40.40s %10s %9s %10s %7zu\n", gp->index, gp->name,
-			gp->uuid[0] ? gp->uuid : "-", used, res, tot, gpu_holder_count(s, g));
+		fprintf(f, "%-3u %-15.15s %-40.40s %10s %9s %10s %7zu\n", gp->index, GS_SAFE(gp->name),
+			gp->uuid[0] ? GS_SAFE(gp->uuid) : "-", used, res, tot, gpu_holder_count(s, g));
 	}
 	if (s->n_gpus == 0)
 		fprintf(f, "(no GPUs found)\n");
@@ -332,7 +339,7 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 				snprintf(cmd, sizeof(cmd), "?");
 			}
 			gs_fit_middle(cmd, cw, shown_cmd, sizeof(shown_cmd));
-			fprintf(f, "%7s %-8.8s %-*s %-7s %10s %-9s %s\n", pidtxt, h->info_ok ? h->info.user : "?", (int)cw,
+			fprintf(f, "%7s %-8.8s %-*s %-7s %10s %-9s %s\n", pidtxt, h->info_ok ? GS_SAFE(h->info.user) : "?", (int)cw,
 				shown_cmd, gl, mem, gs_role_str(h->role), owner);
 		}
 	}
@@ -340,8 +347,12 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 		fprintf(f, "%7s (no processes hold the selected GPUs)\n", "");
 }
 
-void gs_csv_field(FILE *f, const char *s)
+void gs_csv_field(FILE *f, const char *raw)
 {
+	/* Escaped first (util/sanitize.h): no control byte, line break or
+	 * invalid UTF-8 in a CSV cell; then RFC 4180 quoting. */
+	const char *s = GS_SAFE(raw);
+
 	if (!strpbrk(s, ",\"\n\r")) {
 		fputs(s, f);
 		return;
@@ -585,10 +596,10 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 				fputs(", ", f);
 			switch (defs[i]->f) {
 			case F_INDEX: fprintf(f, "%u", gp->index); break;
-			case F_UUID: fputs(gp->uuid[0] ? gp->uuid : "[N/A]", f); break;
-			case F_NAME: fputs(gp->name, f); break;
-			case F_BUS: fputs(gp->pci_bus_id[0] ? gp->pci_bus_id : "[N/A]", f); break;
-			case F_DRIVER: fputs(s->driver_version[0] ? s->driver_version : "[N/A]", f); break;
+			case F_UUID: fputs(gp->uuid[0] ? GS_SAFE(gp->uuid) : "[N/A]", f); break;
+			case F_NAME: fputs(GS_SAFE(gp->name), f); break;
+			case F_BUS: fputs(gp->pci_bus_id[0] ? GS_SAFE(gp->pci_bus_id) : "[N/A]", f); break;
+			case F_DRIVER: fputs(s->driver_version[0] ? GS_SAFE(s->driver_version) : "[N/A]", f); break;
 			case F_COUNT: fprintf(f, "%zu", s->n_gpus); break;
 			case F_MINOR: fprintf(f, "%u", gp->minor); break;
 			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
@@ -638,16 +649,19 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 			case F_PROCESS_NAME:
 				/* nvidia-smi names a process by its argv[0] (the
 				 * path it was started with), not its arguments. */
-				if (!info)
+				if (!info) {
 					fputs("[Not Found]", f);
-				else if (h->info.argv0_len)
-					fwrite(h->info.cmdline, 1, h->info.argv0_len, f);
-				else
-					fputs(h->info.st.comm, f);
+				} else if (h->info.argv0_len) {
+					char a0[GS_SAFE_SIZE];
+
+					fputs(gs_text_escape(a0, sizeof(a0), h->info.cmdline, h->info.argv0_len, 0), f);
+				} else {
+					fputs(GS_SAFE(h->info.st.comm), f);
+				}
 				break;
-			case F_GPU_NAME: fputs(gp->name, f); break;
-			case F_GPU_UUID: fputs(gp->uuid, f); break;
-			case F_GPU_BUS: fputs(gp->pci_bus_id, f); break;
+			case F_GPU_NAME: fputs(GS_SAFE(gp->name), f); break;
+			case F_GPU_UUID: fputs(GS_SAFE(gp->uuid), f); break;
+			case F_GPU_BUS: fputs(GS_SAFE(gp->pci_bus_id), f); break;
 			case F_USED_MEMORY: smi_mib(f, e->mem_known, e->mem_used, &fmt); break;
 			default: break;
 			}
@@ -657,10 +671,12 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 	return 0;
 }
 
-/* Label values in the Prometheus text format escape \, " and newlines. */
-static void prom_label(FILE *f, const char *s)
+/* Label values in the Prometheus text format escape \, " and newlines;
+ * the value is escaped text first (util/sanitize.h): printable ASCII, so
+ * always the valid UTF-8 the format requires. */
+static void prom_label(FILE *f, const char *raw)
 {
-	for (; *s; s++) {
+	for (const char *s = GS_SAFE(raw); *s; s++) {
 		if (*s == '\\' || *s == '"')
 			fputc('\\', f);
 		if (*s == '\n') {

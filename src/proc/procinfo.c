@@ -210,20 +210,17 @@ int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret)
 	return 0;
 }
 
-/* Terminal-safe copy: control bytes, DEL and non-ASCII bytes become '?'. */
-static char safe_byte(unsigned char c)
-{
-	return (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
-}
-
-static void copy_safe(char *dst, size_t size, const char *src, size_t len)
+/* A bounded copy, bytes as the process wrote them: these are facts, and
+ * each output escapes them its own way (util/sanitize.h: \xNN text for
+ * terminals and logs, valid UTF-8 for JSON). */
+static void copy_bounded(char *dst, size_t size, const char *src, size_t len)
 {
 	size_t i;
 
 	if (size == 0)
 		return;
 	for (i = 0; i < len && i < size - 1; i++)
-		dst[i] = safe_byte((unsigned char)src[i]);
+		dst[i] = src[i];
 	dst[i] = '\0';
 }
 
@@ -238,7 +235,7 @@ static void fill_cmdline(struct gs_procinfo *pi, const char *buf, size_t len)
 	while (len > 0 && buf[len - 1] == '\0')
 		len--;
 	for (size_t i = 0; i < len && o < sizeof(pi->cmdline) - 1; i++)
-		pi->cmdline[o++] = buf[i] == '\0' ? ' ' : safe_byte((unsigned char)buf[i]);
+		pi->cmdline[o++] = buf[i] == '\0' ? ' ' : buf[i];
 	pi->cmdline[o] = '\0';
 
 	argv0 = buf;
@@ -248,7 +245,7 @@ static void fill_cmdline(struct gs_procinfo *pi, const char *buf, size_t len)
 	base = slash ? slash + 1 : argv0;
 	a0len -= (size_t)(base - argv0);
 	if (a0len > 0)
-		copy_safe(pi->name, sizeof(pi->name), base, a0len);
+		copy_bounded(pi->name, sizeof(pi->name), base, a0len);
 }
 
 static void fill_user(struct gs_procinfo *pi)
@@ -271,7 +268,7 @@ static void fill_user(struct gs_procinfo *pi)
 		/* A name cut to fit could be another user's: use the number. */
 		if (r == 0 && res && res->pw_name && res->pw_name[0] &&
 		    strlen(res->pw_name) < sizeof(pi->user)) {
-			copy_safe(pi->user, sizeof(pi->user), res->pw_name, strlen(res->pw_name));
+			copy_bounded(pi->user, sizeof(pi->user), res->pw_name, strlen(res->pw_name));
 			return;
 		}
 		break;
@@ -302,7 +299,7 @@ static void read_exe(int pid_dirfd, struct gs_procinfo *pi)
 	base = base ? base + 1 : path;
 	if (!*base || strlen(base) >= sizeof(pi->exe_name))
 		return;
-	copy_safe(pi->exe_name, sizeof(pi->exe_name), base, strlen(base));
+	copy_bounded(pi->exe_name, sizeof(pi->exe_name), base, strlen(base));
 	pi->exe_uid = st.st_uid;
 	pi->exe_mode = st.st_mode;
 	pi->exe_ok = true;
@@ -364,7 +361,7 @@ int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
 	if (r >= 0)
 		fill_cmdline(ret, cmdline, len);
 	if (!ret->name[0])
-		copy_safe(ret->name, sizeof(ret->name), ret->st.comm, strlen(ret->st.comm));
+		copy_bounded(ret->name, sizeof(ret->name), ret->st.comm, strlen(ret->st.comm));
 
 	read_exe(pid_dirfd, ret);
 	{
@@ -391,7 +388,7 @@ int gs_procinfo_read(int pid_dirfd, pid_t pid, struct gs_procinfo *ret)
 			len = strcspn(wchan, "\n");
 			/* "0": not sleeping, or the symbol is hidden from us */
 			if (!(len == 1 && wchan[0] == '0'))
-				copy_safe(ret->wchan, sizeof(ret->wchan), wchan, len);
+				copy_bounded(ret->wchan, sizeof(ret->wchan), wchan, len);
 		}
 	}
 

@@ -40,7 +40,7 @@ struct gs_procinfo {
 	struct gs_pidstatus status;
 	char user[64];           /* name from getpwuid_r, else the number */
 	char name[64];           /* basename of argv[0], else comm */
-	/* argv joined with spaces, control chars as '?', CUT to fit: for
+	/* argv joined with spaces, bytes as written (outputs escape them), CUT to fit: for
 	 * tables only. Selection reads the whole line (gs_procinfo_read_cmdline). */
 	char cmdline[512];
 	size_t argv0_len;        /* argv[0] is cmdline[0..argv0_len) (what NVML names) */

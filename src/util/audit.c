@@ -1,4 +1,5 @@
 #include "util/audit.h"
+#include "util/sanitize.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -7,17 +8,11 @@
 #include <unistd.h>
 
 /* Names come from /proc (comm) and cgroup paths, which other users choose:
- * control bytes become '?' so a name cannot forge a second log line. */
+ * they are escaped (util/sanitize.h) so a name cannot forge a second log
+ * line or hide what was signalled. */
 static const char *clean(const char *s, char *buf, size_t size)
 {
-	size_t i;
-
-	if (!s)
-		return "?";
-	for (i = 0; i < size - 1 && s[i]; i++)
-		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
-	buf[i] = '\0';
-	return buf;
+	return gs_safe(s ? s : "?", buf, size);
 }
 
 static void audit_open(void)
@@ -32,7 +27,7 @@ static void audit_open(void)
 
 void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, int result)
 {
-	char cb[64];
+	char cb[256];
 
 	audit_open();
 	syslog(LOG_NOTICE, "uid=%u sent %s to pid=%d comm=%s start=%llu: %s", (unsigned)getuid(),
@@ -42,7 +37,7 @@ void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, i
 
 void gs_audit_unit(const char *unit, const char *container, int exit_code)
 {
-	char ub[256], cb[256];
+	char ub[1024], cb[1024];
 
 	audit_open();
 	if (container && *container)

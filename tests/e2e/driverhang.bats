@@ -116,7 +116,9 @@ teardown() {
 	assert_within 6000
 	assert_status 3
 	assert_one_error "$stderr" "nvmlInit_v2 did not return within 1\.0 s: the GPU driver is hung; reboot or reset needed"
-	assert_eq "$output" "" "stdout"
+	# --json: the document of the early failure, with the same reason.
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status) \(.gpus | length)"')" "driver-failure 3 0" "document"
+	assert_match "$(jqo .reason)" "nvmlInit_v2 did not return within 1\.0 s" "reason"
 	assert_stuck "$(helper_pid "$stderr")"
 }
 
@@ -212,7 +214,8 @@ teardown() {
 	GPUSLATE_SSH="ssh -F $FLEET/ssh_config" run "$GPUSLATE_BIN" -w gpu01,stuck01 --nvml-timeout 1 status
 	assert_within 20000
 	assert_status 4
-	assert_match "$output" "^stuck01: gpuslate failed \(exit 3\): gpuslate: cannot read GPU state: GPU 1: nvmlDeviceGetMemoryInfo_v2 did not return within 1\.0 s: the GPU driver is hung; reboot or reset needed" "stuck01's line"
+	# The reason from the host's own document (its early failure).
+	assert_match "$output" "^stuck01: driver failure \(exit 3\): cannot read GPU state: GPU 1: nvmlDeviceGetMemoryInfo_v2 did not return within 1\.0 s: the GPU driver is hung; reboot or reset needed" "stuck01's line"
 	assert_match "$output" "^gpu01: clean" "gpu01's line"
 	assert_stuck "$(helper_pid "$output")"
 }

@@ -130,7 +130,8 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	run --separate-stderr gs status --json -g GPU-a2983c1e-0000-4000-8000-00000000000
 	assert_status 2
 	assert_one_error "$stderr" "GPU-a2983c1e-0000-4000-8000-00000000000.*matches 4 GPUs"
-	assert_eq "$output" "" "stdout for an ambiguous prefix"
+	# --json: the usage error's document, nothing else
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status) \(.processes | length)"')" "usage-error 2 0" "document"
 	run --separate-stderr gs status --query-gpu=index --format=csv,noheader -g GPU-A2983C1E-0000-4000-8000-000000000003
 	assert_status 0
 	assert_eq "$output" 3 "-g upper-case UUID"

@@ -94,7 +94,7 @@ holder_in_cgroup() {
 	run --separate-stderr gs reclaim -y --json --container abcd
 	assert_status 2
 	assert_one_error "$stderr" "--container 'abcd' is ambiguous: it names docker abcd(1111|2222)${tail:0:4} and docker abcd(2222|1111)${tail:0:4} \(give more of the id\)"
-	assert_eq "$output" "" stdout
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status) \(.plan)"')" "usage-error 2 null" "the usage error's document"
 	assert_alive "$p1" "$p2"
 
 	# A prefix that names one: that container only.

@@ -33,5 +33,11 @@ seed reclaim_clean '\001\000' reclaim -y --grace 2 --json
 seed status_clean '\000\000' status --json
 echo 'fail nvmlInit_v2 18' >"$T/nvml/inject"
 seed status_procfs '\000\000' status --json
+# early failures (docs/json.md): a usage error, and the lock held by another reclaim
+rm -f "$T/nvml/inject"
+seed status_usage_error '\000\002' status -g 7 --json
+flock -o -x "$T/lock" sleep 60 & pids+=($!) # -o: ended with flock, the lock goes
+while flock -n -x "$T/lock" true; do sleep 0.02; done
+seed reclaim_lock_refused '\001\005' reclaim -y --timeout 0.1 --json
 # a failed host: ssh's words on stderr after the NUL
 printf '\000\377\000ssh: connect to host gpu01 port 22: Connection refused\r\n' >"$C/ssh_refused"

@@ -391,6 +391,51 @@ static void test_remote_failures(void **state)
 	expect_failure("reclaim", 139, NULL, NULL, GS_HF_REMOTE_ERROR, "gpuslate failed (exit 139)");
 }
 
+/* Real `gpuslate --remote reclaim -y --timeout 0.2` while another reclaim
+ * held the lock, and `gpuslate --remote status -g 7` on a 2-GPU host: the
+ * documents of early failures (docs/json.md), exit 5 and 2. */
+static const char reclaim_lock_refused[] =
+	"{\"schema_version\":1,\"tool\":\"gpuslate\",\"version\":\"0.1.0\",\"command\":\"reclaim\",\"host\":\"vm\","
+	"\"verdict\":\"refused\",\"exit_status\":5,\"summary\":\"gpuslate: another gpuslate reclaim still holds the "
+	"lock after 0 s\",\"error\":\"another gpuslate reclaim still holds the lock after 0 s\",\"reason\":\"gpuslate: "
+	"another gpuslate reclaim still holds the lock after 0 s\",\"gpus\":[],\"processes\":[],\"dry_run\":false,"
+	"\"unmatched\":[],\"plan\":null,\"units\":[],\"respawns\":[],\"interrupted\":false}\n";
+static const char status_usage_error[] =
+	"{\"schema_version\":1,\"tool\":\"gpuslate\",\"version\":\"0.1.0\",\"command\":\"status\",\"host\":\"vm\","
+	"\"verdict\":\"usage-error\",\"exit_status\":2,\"summary\":\"gpuslate: no GPU with index 7 (this host has 2 "
+	"GPUs)\",\"error\":\"no GPU with index 7 (this host has 2 GPUs)\",\"reason\":\"gpuslate: no GPU with index 7 "
+	"(this host has 2 GPUs)\",\"gpus\":[],\"processes\":[],\"warnings\":[]}\n";
+
+/* A host whose gpuslate stopped early is a failed host, with the reason its
+ * document gives, not "gpuslate failed (exit N)", and never "clean, 0 GPUs"
+ * (a status document with no GPUs and no processes would read clean). */
+static void test_remote_early_failure_documents(void **state)
+{
+	struct gs_host_result r;
+
+	(void)state;
+	expect_failure("reclaim", 5, reclaim_lock_refused,
+		       "gpuslate: another gpuslate reclaim still holds the lock after 0 s\n", GS_HF_REMOTE_ERROR,
+		       "refused (exit 5): another gpuslate reclaim still holds the lock after 0 s");
+	expect_failure("status", 2, status_usage_error, "gpuslate: no GPU with index 7 (this host has 2 GPUs)\n",
+		       GS_HF_REMOTE_ERROR, "usage error (exit 2): no GPU with index 7 (this host has 2 GPUs)");
+	judge(&r, "gpu15", "status", 2, status_usage_error, NULL);
+	assert_int_equal(r.verdict, GS_HV_FAILED);
+	assert_null(r.line);
+	gs_host_result_free(&r);
+	/* the host's words are escaped like every remote text */
+	expect_failure("reclaim", 3,
+		       "{\"schema_version\":1,\"command\":\"reclaim\",\"verdict\":\"driver-failure\",\"exit_status\":3,"
+		       "\"error\":\"no driver\\u001b[2J\\nVerdict: clean\"}",
+		       NULL, GS_HF_REMOTE_ERROR, "driver failure (exit 3): no driver\\x1b[2J\\x0aVerdict: clean");
+	/* an early document of a command the fleet did not ask for is still
+	 * the host's failure, with its reason */
+	expect_failure("wait", 2,
+		       "{\"schema_version\":1,\"command\":null,\"verdict\":\"usage-error\",\"exit_status\":2,"
+		       "\"error\":\"unknown option '--frob'\"}",
+		       NULL, GS_HF_REMOTE_ERROR, "usage error (exit 2): unknown option '--frob'");
+}
+
 /* Regression (merge.c classify_failure, fixed): "not found" / "No such file or directory"
  * anywhere in stderr with no stdout, at any exit status, is taken for a
  * missing gpuslate, before the "gpuslate ran and failed" case. A gpuslate
@@ -480,9 +525,9 @@ static void test_control_characters(void **state)
 	/* JSON keeps the line break (JSON escapes it) but not the escapes. */
 	assert_string_equal(json_string_value(r.stderr_json), "warn: \\x1b]0;pwned\\x07 done\n");
 	gs_host_result_free(&r);
-	/* Bytes that are not UTF-8 cannot be a JSON string: the sanitized text. */
+	/* Bytes that are not UTF-8 are escaped; the lines stay lines. */
 	judge(&r, "gpu01", "status", 0, status_clean, "bad \xff byte\n");
-	assert_string_equal(json_string_value(r.stderr_json), "bad \\xff byte\\x0a");
+	assert_string_equal(json_string_value(r.stderr_json), "bad \\xff byte\n");
 	gs_host_result_free(&r);
 
 	/* the verdict word itself */
@@ -559,28 +604,6 @@ static void test_failure_strings(void **state)
 		else
 			assert_string_equal(s, want[f]);
 	}
-}
-
-static void test_sanitize(void **state)
-{
-	char *s;
-
-	(void)state;
-	s = gs_sanitize("ab\x00\x1f\x7f\x80\xff~", 8, 100);
-	assert_string_equal(s, "ab\\x00\\x1f\\x7f\\x80\\xff~");
-	free(s);
-	s = gs_sanitize("abcdef", 6, 3);
-	assert_string_equal(s, "abc...");
-	free(s);
-	s = gs_sanitize("\x1b\x1b\x1b\x1b", 4, 3);
-	assert_string_equal(s, "\\x1b\\x1b\\x1b...");
-	free(s);
-	s = gs_sanitize("", 0, 0);
-	assert_string_equal(s, "");
-	free(s);
-	s = gs_sanitize("x", 1, 0);
-	assert_string_equal(s, "...");
-	free(s);
 }
 
 /* ---- the fleet report ---------------------------------------------------- */
@@ -916,12 +939,12 @@ int main(void)
 		cmocka_unit_test(test_document_mismatches),
 		cmocka_unit_test(test_ssh_failures),
 		cmocka_unit_test(test_remote_failures),
+		cmocka_unit_test(test_remote_early_failure_documents),
 		cmocka_unit_test(test_remote_error_not_taken_for_missing),
 		cmocka_unit_test(test_bad_output),
 		cmocka_unit_test(test_control_characters),
 		cmocka_unit_test(test_run_states),
 		cmocka_unit_test(test_failure_strings),
-		cmocka_unit_test(test_sanitize),
 		cmocka_unit_test(test_text_folding),
 		cmocka_unit_test(test_text_dry_run_interrupted_empty),
 		cmocka_unit_test(test_exit_status_rule),
