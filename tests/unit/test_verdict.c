@@ -36,6 +36,8 @@ static void test_every_verdict_has_its_documented_name_and_exit_status(void **st
 		{ "selection-gone", GS_VERDICT_SELECTION_GONE, 6 },
 		{ "no-match", GS_VERDICT_NO_MATCH, 7 },
 		{ "dry-run", GS_VERDICT_DRY_RUN, 0 },
+		{ "usage-error", GS_VERDICT_USAGE_ERROR, 2 },
+		{ "error", GS_VERDICT_ERROR, 1 },
 	};
 	enum gs_verdict v;
 
@@ -54,6 +56,11 @@ static void test_every_verdict_has_its_documented_name_and_exit_status(void **st
 	assert_true(gs_verdict_ok(GS_VERDICT_DRY_RUN));
 	assert_false(gs_verdict_ok(GS_VERDICT_SELECTION_GONE));
 	assert_false(gs_verdict_ok(GS_VERDICT_UNVERIFIED));
+	/* An early failure's verdict, from its exit status (--json). */
+	assert_int_equal(gs_verdict_of_failure(GS_EXIT_USAGE), GS_VERDICT_USAGE_ERROR);
+	assert_int_equal(gs_verdict_of_failure(GS_EXIT_DRIVER), GS_VERDICT_DRIVER_FAILURE);
+	assert_int_equal(gs_verdict_of_failure(GS_EXIT_REFUSED), GS_VERDICT_REFUSED);
+	assert_int_equal(gs_verdict_of_failure(GS_EXIT_OUT_OF_MEMORY), GS_VERDICT_ERROR);
 }
 
 /* A host: GPUs with their memory, holders with roles. */
