@@ -71,10 +71,16 @@ void gs_cli_usage(FILE *f)
 				     o->arg ? o->arg : "");
 		else
 			n = snprintf(left, sizeof(left), "     --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		if (!o->help[0])
+		if (!o->help[0]) {
 			fprintf(f, "%s\n", left);
-		else
-			fprintf(f, "%-*s%s\n", n <= 24 ? 26 : n + 2, left, o->help);
+			continue;
+		}
+		/* A help text of several lines: the next ones under the first. */
+		for (const char *h = o->help, *nl; h; h = nl ? nl + 1 : NULL) {
+			nl = strchr(h, '\n');
+			fprintf(f, "%-*s%.*s\n", h == o->help ? (n <= 24 ? 26 : n + 2) : 26, h == o->help ? left : "",
+				nl ? (int)(nl - h) : (int)strlen(h), h);
+		}
 	}
 	fputs(usage_tail, f);
 }

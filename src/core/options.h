@@ -64,7 +64,7 @@ struct gs_option {
 	size_t off;          /* the value in struct gs_request */
 	size_t count_off;    /* GS_OT_LIST: the count in struct gs_request */
 	const char *section; /* the --help section it starts, NULL: same as the one before */
-	const char *help;    /* its --help text ("" none), NULL: not in --help */
+	const char *help;    /* its --help text ("" none; '\n' between lines), NULL: not in --help */
 };
 
 /* The table, in --help order, ended by an entry with name NULL. */
