@@ -40,7 +40,7 @@ echo "== training rank on GPU 1 that forked a data-loader worker and died,"
 echo "== a tuning job that ignores SIGTERM, nvidia-persistenced and an exporter."
 start python3 --gpu 0 --mib 61440
 start torchrun --gpu 1 --mib 40960 --fork-child --exit-after-fork
-start autotune --gpu 0 --mib 8192 --ignore-term
+start autotune --gpu 0 --mib 8192 --sigign-term
 start nvidia-persistenced --client --gpu 0 --gpu 1
 start dcgm-exporter --client --gpu 0 --gpu 1
 start node-exporter --client --gpu 0

@@ -26,6 +26,33 @@ start_holder() {
 	HCHILD=$(sed -n 's/^child=//p' "$rf")
 }
 
+# start_ns_holder MODE GIB: a holder that is PID 1 of its own PID namespace
+# (unshare --pid --fork, as a container's main process without an init);
+# python installs no SIGTERM handler, so the kernel drops a SIGTERM from the
+# host. Sets $HPID to its HOST pid (the ready file says pid=1: never use it).
+start_ns_holder() {
+	n_ready=$((n_ready + 1))
+	local rf=$WORK/ready.$n_ready
+	unshare --pid --fork --kill-child python3 "$HOLDER" "$1" "$rf" "${2:-1}" 0 >"$WORK/holder.$n_ready.log" 2>&1 &
+	local launcher=$!
+	local i=0
+	while [ ! -f "$rf" ]; do
+		if ! kill -0 "$launcher" 2>/dev/null; then
+			echo "ns holder $1 failed:"; cat "$WORK/holder.$n_ready.log"; return 1
+		fi
+		i=$((i + 1)); [ $i -gt 1200 ] && { echo "ns holder $1 not ready after 120 s"; return 1; }
+		sleep 0.1
+	done
+	HPID=$(cat "/proc/$launcher/task/$launcher/children" 2>/dev/null | awk '{print $1}')
+	HCHILD=
+	case $HPID in
+	'' | 1 | *[!0-9]*) echo "ns holder $1: no host pid (got '$HPID')"; HPID=; return 1 ;;
+	esac
+	# The ready file's pid is the namespace's own: overwrite it with the
+	# host pid, so nothing below ever reads pid=1.
+	echo "pid=$HPID" >"$rf"
+}
+
 # wait_gone PID: until the process is gone (bounded).
 wait_gone() {
 	local i=0

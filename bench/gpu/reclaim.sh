@@ -5,13 +5,18 @@
 #            nvidia-smi --query-gpu=index,memory.used (clean if it shows the idle value)
 #   gpuslate gpuslate reclaim -y (default grace 10 s), then an independent
 #            NVML read checks the claim ("never claiming clean early")
+# Scenarios: plain20 pinned32 fork ignore_term stopped eight, and two where
+# SIGTERM is dropped by the kernel (gpuslate sends SIGKILL at once, so they
+# should be within 50 ms of the floor): sig_ign (SIGTERM set to SIG_IGN,
+# 8 GiB) and ns_init (PID 1 of its own PID namespace without a handler,
+# unshare -p -f, 8 GiB).
 # Usage: bench/gpu/reclaim.sh OUTDIR [SCENARIO...]
 set -u
 OUTD=${1:-/tmp/gpuslate-reclaim}; shift || true
 mkdir -p "$OUTD"
 . bench/gpu/lib.sh
 TOL=16
-SCEN=${*:-"plain20 pinned32 fork ignore_term stopped eight"}
+SCEN=${*:-"plain20 pinned32 fork ignore_term stopped eight sig_ign ns_init"}
 
 setup() { # scenario -> $PIDS (to kill for floor/seed), holders running
 	PIDS=""
@@ -20,6 +25,8 @@ setup() { # scenario -> $PIDS (to kill for floor/seed), holders running
 	pinned32) start_holder pinned 4 32 || return 1; PIDS=$HPID ;;
 	fork) start_holder fork 4 || return 1; kill -9 "$HPID"; wait_gone "$HPID"; PIDS=$HPID ;;
 	ignore_term) start_holder ignore_term 4 || return 1; PIDS=$HPID ;;
+	sig_ign) start_holder ignore_term 8 || return 1; PIDS=$HPID ;;
+	ns_init) start_ns_holder plain 8 || return 1; PIDS=$HPID ;;
 	stopped) start_holder plain 4 || return 1; kill -STOP "$HPID"; PIDS=$HPID ;;
 	eight)
 		# Eight at once: started together, then each awaited.

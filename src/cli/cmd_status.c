@@ -43,15 +43,29 @@ void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapsh
 				"PID namespace (a container); run it on the host to see and stop the holders", listed);
 	}
 	if (s->n_denied && !cli->quiet) {
+		/* Only where it matters (memory no visible process accounts
+		 * for: one of them may hold it), or with -v: an unreadable PID 1
+		 * in a container or sandbox is there on every run. Always in
+		 * the JSON (visibility). */
+		bool matters = gs_snapshot_denied_matters(s, cli->tolerance_mib * GS_MIB);
 		char list[256];
 		size_t off = 0;
 
+		if (!matters && !cli->verbose)
+			return;
 		list[0] = '\0';
 		for (size_t i = 0; i < s->n_denied && i < GS_ARRAY_SIZE(s->denied) && off + 32 < sizeof(list); i++)
 			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? ", " : "", (int)s->denied[i]);
-		gs_warn("could not inspect %zu of %zu processes (permission denied): PID %s%s%s", s->n_denied,
-			s->n_scanned, list, s->n_denied > GS_ARRAY_SIZE(s->denied) ? ", ..." : "",
-			s->as_root ? "" : "; run as root to see every holder");
+		if (matters)
+			gs_warn("could not inspect %zu of %zu processes (permission denied): PID %s%s; they may hold GPU "
+				"memory that no visible process accounts for%s", s->n_denied, s->n_scanned, list,
+				s->n_denied > GS_ARRAY_SIZE(s->denied) ? ", ..." : "",
+				s->as_root ? "" : "; run as root to see every holder");
+		else
+			fprintf(stderr, "gpuslate: note: could not inspect %zu of %zu processes (permission denied): PID %s%s; "
+				"every GPU's memory is accounted for by processes gpuslate sees%s\n", s->n_denied,
+				s->n_scanned, list, s->n_denied > GS_ARRAY_SIZE(s->denied) ? ", ..." : "",
+				s->as_root ? "" : "; run as root to see every holder");
 	}
 }
 

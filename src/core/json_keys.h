@@ -25,6 +25,7 @@
 #define GS_JK_CLEAN "clean"
 #define GS_JK_HELD_BY "held_by"
 #define GS_JK_LEFT_ALONE_HOLDERS "left_alone_holders"
+#define GS_JK_UNOWNED_MIB "unowned_mib"  /* memory no process holds (driver-held) */
 
 /* processes */
 #define GS_JK_PROCESSES "processes"

@@ -1,5 +1,6 @@
 /* The option table; see options.h. */
 #include "core/options.h"
+#include "core/snapshot.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ const struct gs_option gs_options[] = {
 	{ "quiet", 'q', NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_FLAG, V(quiet), 0, NULL,
 	  "no progress or notes on stderr" },
 	{ "verbose", 'v', NULL, GS_FOR_ALL, GS_FWD_SPECIAL, GS_OT_FLAG, V(verbose), 0, NULL,
-	  "with -w: every host's full plan and report" },
+	  "processes gpuslate could not inspect; with -w: every host's\nfull plan and report" },
 
 	{ "hosts", 'w', "LIST", GS_FOR_ALL, GS_FWD_NO, GS_OT_LIST, L(hosts), "Fleet",
 	  "run on hosts (gpu[01-16],pve1, @group, - for stdin)" },
@@ -98,7 +99,7 @@ void gs_request_defaults(struct gs_request *req)
 {
 	req->grace_ms = 10000;
 	req->timeout_ms = 60000;
-	req->tolerance_mib = 16;
+	req->tolerance_mib = GS_TOLERANCE_DEFAULT_MIB;
 	req->fanout = 32;
 	req->connect_timeout_ms = 10000;
 	req->nvml_lib = getenv("GPUSLATE_NVML_LIB");

@@ -12,6 +12,7 @@ const char *gs_action_str(enum gs_action a)
 	case GS_ACT_SIGNAL: return "signal";
 	case GS_ACT_SIGNAL_GROUP: return "signal-group";
 	case GS_ACT_STOP_UNIT: return "stop-unit";
+	case GS_ACT_KILL: return "kill";
 	}
 	return "unknown";
 }
@@ -128,11 +129,14 @@ static bool never_touch(const struct gs_pidstat *st, const struct gs_ptable *pt,
 	return false;
 }
 
-static int add_target(struct gs_plan *p, const struct gs_pidstat *st, int holder, enum gs_why why, pid_t why_pid)
+static int add_target(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_pidstat *st, int holder,
+		      enum gs_why why, pid_t why_pid)
 {
+	const struct gs_holder *h = holder >= 0 ? &s->holders[holder] : NULL;
 	struct gs_target t = {
 		.pid = st->pid, .starttime = st->starttime, .holder = holder,
 		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1,
+		.term = h && h->info_ok ? gs_pidstatus_term_fate(&h->info.status) : GS_TERM_UNKNOWN,
 	};
 
 	gs_strlcpy(t.comm, st->comm, sizeof(t.comm));
@@ -293,12 +297,13 @@ static bool left_for_safety(const struct gs_plan *p, pid_t pid)
 	       left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
 }
 
-/* What may stay on each GPU: the memory NVML accounts to processes left
+/* Step 6: what may stay on each GPU: the memory NVML accounts to processes left
  * alone, plus the tolerance. The part held by processes that are not
  * protected daemons is also listed (p->others): the selection is gone, but
  * those GPUs are not free. */
 static int compute_baseline(struct gs_plan *p, const struct gs_snapshot *s, uint64_t tolerance)
 {
+	p->tolerance = tolerance * GS_MIB;
 	for (size_t g = 0; g < s->n_gpus && g < GS_MAX_GPUS; g++) {
 		uint64_t keep = tolerance * GS_MIB;
 
@@ -396,7 +401,7 @@ static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const 
 		} else if (!passes_filters(h, f)) {
 			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
 		} else {
-			r = add_target(p, st, (int)i, GS_WHY_HOLDER, 0);
+			r = add_target(p, s, st, (int)i, GS_WHY_HOLDER, 0);
 		}
 		if (r < 0)
 			return r;
@@ -429,7 +434,7 @@ static int adopt_descendants(struct gs_plan *p, const struct gs_snapshot *s, con
 				l->why = GS_LEAVE_OTHER_GPU;
 				continue;
 			}
-			r = add_target(p, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
+			r = add_target(p, s, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
 			if (r < 0)
 				return r;
 			memmove(l, l + 1, (p->n_left - k - 1) * sizeof(*l));
@@ -487,7 +492,7 @@ static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const str
 		r = leave_for_other_gpu(p, h, hidx);
 		return r < 0 ? r : 0;
 	}
-	r = add_target(p, st, hidx, GS_WHY_GROUP_MEMBER, leader);
+	r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
 	if (r < 0)
 		return r;
 	/* The left-alone entry, if any, is superseded. */
@@ -626,6 +631,20 @@ static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s,
 	return 0;
 }
 
+/* Step 7, last: a target whose SIGTERM the kernel would drop (ignored,
+ * or the init of its own PID namespace without a handler) gets SIGKILL at
+ * once: the grace period could only be waited out. Units are still stopped
+ * through their manager. */
+static void kill_where_sigterm_is_futile(struct gs_plan *p)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+
+		if (t->action != GS_ACT_STOP_UNIT && gs_term_futile(t->term))
+			t->action = GS_ACT_KILL;
+	}
+}
+
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
 		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *p, char *err, size_t errlen)
 {
@@ -650,6 +669,8 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		r = guard_namespace_inits(p, s, pt);
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
+	if (r == 0)
+		kill_where_sigterm_is_futile(p);
 	gs_filters_free(&f);
 	if (r < 0) {
 		gs_plan_free(p);

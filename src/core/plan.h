@@ -18,6 +18,9 @@ enum gs_action {
 	GS_ACT_SIGNAL,       /* the signal ladder on this process */
 	GS_ACT_SIGNAL_GROUP, /* the ladder on every member of its process group */
 	GS_ACT_STOP_UNIT,    /* systemctl stop <unit> (inside a CT: pct exec / lxc-attach) */
+	/* SIGKILL at once, no grace: the kernel would drop its SIGTERM
+	 * (term says why). The stop stage decides again on a fresh reading. */
+	GS_ACT_KILL,
 };
 
 enum gs_why {
@@ -34,6 +37,9 @@ struct gs_target {
 	enum gs_why why;
 	pid_t why_pid;       /* the target it descends from / the group leader */
 	int unit;            /* index into plan units for GS_ACT_STOP_UNIT, else -1 */
+	/* What a SIGTERM would do, from the dispositions read at discovery
+	 * (unknown for targets that hold no GPU: group members). */
+	enum gs_term_fate term;
 	char comm[64];
 };
 
@@ -105,6 +111,7 @@ struct gs_plan {
 	 * with it the GPUs are not free, whatever the selection says. */
 	struct gs_plan_other *others;
 	size_t n_others;
+	uint64_t tolerance;         /* bytes of the baseline that are --tolerance */
 };
 
 /* Build the plan. Returns 0, or -EINVAL with a one-line reason in err (bad

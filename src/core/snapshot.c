@@ -187,6 +187,7 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 		}
 		if (r < 0)
 			return r;
+		gs_gpuset_add(&s->nvml_listed, (unsigned)g);
 		if (n) {
 			struct gs_nvml_entry *ne = realloc(s->nvml, (s->n_nvml + n) * sizeof(*ne));
 
@@ -491,6 +492,67 @@ fail:
 	free(hv.v);
 	gs_snapshot_free(s);
 	return r;
+}
+
+/* A live process that maps GPU g without NVML listing it there: the heir of
+ * a dead creator's context (the fork case). */
+static bool has_unlisted_mapper(const struct gs_snapshot *s, size_t g)
+{
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+
+		if (h->alive && h->maps_gpu && gs_minorset_has(&h->map_minors, s->gpus[g].minor) &&
+		    !gs_gpuset_has(&h->nvml_gpus, (unsigned)g))
+			return true;
+	}
+	return false;
+}
+
+bool gs_snapshot_unowned(const struct gs_snapshot *s, size_t g, uint64_t *ret)
+{
+	const struct gs_gpu *gp;
+	uint64_t held = 0;
+	bool heir;
+
+	*ret = 0;
+	if (g >= s->n_gpus)
+		return false;
+	gp = &s->gpus[g];
+	if (!gp->mem_known || (gp->mem_basis != GS_MEM_V2 && gp->mem_basis != GS_MEM_V1_ESTIMATED) ||
+	    !gs_gpuset_has(&s->nvml_listed, (unsigned)g))
+		return false;
+	heir = has_unlisted_mapper(s, g);
+	for (size_t k = 0; k < s->n_nvml; k++) {
+		const struct gs_nvml_entry *e = &s->nvml[k];
+		const struct gs_holder *h;
+
+		if (e->gpu != g)
+			continue;
+		h = gs_snapshot_find(s, e->pid);
+		/* gpuslate's own helper is never a holder; a PID it cannot find
+		 * at all is gone */
+		if (!(h && h->alive) && !heir)
+			continue;
+		if (!e->mem_known)
+			return false;
+		if (__builtin_add_overflow(held, e->mem_used, &held))
+			return false;
+	}
+	*ret = gp->mem_used > held ? gp->mem_used - held : 0;
+	return true;
+}
+
+bool gs_snapshot_denied_matters(const struct gs_snapshot *s, uint64_t tolerance)
+{
+	if (!s->n_denied)
+		return false;
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		uint64_t unowned;
+
+		if (!gs_snapshot_unowned(s, g, &unowned) || unowned > tolerance)
+			return true;
+	}
+	return false;
 }
 
 size_t gs_snapshot_heirs(const struct gs_snapshot *s, const struct gs_holder *dead,

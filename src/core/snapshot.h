@@ -96,6 +96,7 @@ struct gs_snapshot {
 	size_t n_gpus;
 	struct gs_nvml_entry *nvml; /* NVML's lists, GPU by GPU */
 	size_t n_nvml;
+	struct gs_gpuset nvml_listed; /* GPUs whose process lists were read */
 	struct gs_holder *holders; /* sorted by pid */
 	size_t n_holders;
 	size_t n_scanned;         /* processes looked at */
@@ -120,6 +121,27 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
  * -ETIMEDOUT/-EIO when the driver failed mid-way. */
 int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *ret);
 void gs_snapshot_free(struct gs_snapshot *s);
+
+/* Memory on snapshot GPU g that no live process holds: used, less what
+ * NVML's process lists give the processes that exist (and a dead creator
+ * whose memory a live process inherited, the fork case). What a process that
+ * is gone still has listed counts as held by no process: the driver holds
+ * it (teardown, or for good). False when it cannot be told: no memory
+ * figures, v1 figures without an estimate of the reservation (v1-estimated
+ * counts what no process held at the first snapshot as the reservation),
+ * no process list, or a live process whose memory NVML does not report. */
+bool gs_snapshot_unowned(const struct gs_snapshot *s, size_t g, uint64_t *ret);
+
+/* Do the processes gpuslate could not inspect (n_denied) matter? Yes when a
+ * GPU's memory is not all accounted for by processes it sees (more than
+ * tolerance bytes held by no visible process, or it cannot be told): one of
+ * them may hold it. Otherwise they can only be clients holding no memory, or
+ * share a context a visible process holds too. */
+bool gs_snapshot_denied_matters(const struct gs_snapshot *s, uint64_t tolerance);
+
+/* Memory that counts as held for `status` (which has no --tolerance): the
+ * default of reclaim's --tolerance, in MiB. */
+#define GS_TOLERANCE_DEFAULT_MIB 16
 
 /* Find a holder by pid (binary search), NULL when absent. */
 const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid);

@@ -126,7 +126,8 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			if (!active[i] || r->procs[i].outcome != GS_OUT_PENDING)
 				continue;
 			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
-				r->procs[i].outcome = outcome;
+				/* One killed at once ends during the others' grace. */
+				r->procs[i].outcome = r->procs[i].sent & GS_SENT_KILL ? GS_OUT_KILLED : outcome;
 				r->procs[i].exited_ms = since_ms(r);
 				continue;
 			}
@@ -377,17 +378,36 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 				continue;
 			}
 		}
+		/* Decided on the dispositions as they are now, not at the plan:
+		 * a process may have installed a handler (or dropped one) since.
+		 * Unreadable: the ladder, as for any process. SIGKILL needs no
+		 * SIGCONT (it ends a stopped process too). */
+		if (gs_term_fate_read(proc_fd, pr->pid, p->targets[i].starttime, &pr->term) < 0)
+			pr->term = GS_TERM_UNKNOWN;
+		if (gs_term_futile(pr->term)) {
+			pr->kill_at_once = true;
+			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGKILL, GS_SENT_KILL);
+			continue;
+		}
 		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGCONT, GS_SENT_CONT);
 		if (pr->outcome == GS_OUT_PENDING)
 			send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGTERM, GS_SENT_TERM);
 	}
-	if (!interrupted(o))
-		wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &ws);
+	{
+		/* The grace period is for those that got SIGTERM: when every
+		 * target was killed at once, only the wait after SIGKILL. */
+		bool any_term = false;
+
+		for (size_t i = 0; i < n; i++)
+			any_term |= (r->procs[i].sent & GS_SENT_TERM) != 0;
+		if (any_term && !interrupted(o))
+			wait_refs(refs, r, active, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &ws);
+	}
 
 	for (size_t i = 0; i < n && !interrupted(o); i++) {
 		struct gs_proc_result *pr = &r->procs[i];
 
-		if (!active[i] || pr->outcome != GS_OUT_PENDING)
+		if (!active[i] || pr->outcome != GS_OUT_PENDING || (pr->sent & GS_SENT_KILL))
 			continue;
 		send_signal(&refs[i], proc_fd, pr, p->targets[i].starttime, SIGKILL, GS_SENT_KILL);
 	}

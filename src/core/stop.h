@@ -1,7 +1,9 @@
 /* The "stop" stage: units first (through systemd, inside containers through
  * pct or lxc-attach), then the signal ladder on every remaining target:
  * SIGTERM and SIGCONT, wait on the pidfds up to the grace period, SIGKILL,
- * wait again. Each signal goes through a pidfd opened while the recorded
+ * wait again. A process whose SIGTERM the kernel would drop (SIG_IGN, or
+ * the init of its own PID namespace without a handler, as its dispositions
+ * read just before) gets SIGKILL at once. Each signal goes through a pidfd opened while the recorded
  * start time still matched. A D-state process is reported, never waited on
  * forever; Ctrl-C stops the escalation. */
 #ifndef GS_STOP_H
@@ -41,6 +43,10 @@ struct gs_proc_result {
 	enum gs_outcome outcome;
 	char wchan[64];          /* for D state */
 	uint64_t exited_ms;      /* since the stop stage began, when it exited */
+	/* What a SIGTERM would have done, read right before signalling;
+	 * futile ones got SIGKILL at once, without SIGTERM or grace. */
+	enum gs_term_fate term;
+	bool kill_at_once;
 };
 
 struct gs_unit_result {

@@ -112,8 +112,10 @@ static void follow_baseline(struct gs_gpu_verdict *v, const struct gs_snapshot *
 
 	v->n_others = 0;
 	v->others_total = 0;
+	v->unowned_known = false;
 	if (k < 0 || k >= GS_MAX_GPUS)
 		return;
+	v->unowned_known = gs_snapshot_unowned(now, (size_t)k, &v->unowned);
 	for (size_t i = 0; i < np->n_others; i++) {
 		const struct gs_plan_other *ot = &np->others[i];
 
@@ -252,6 +254,7 @@ int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struc
 			       gs_discover_polls_memory(d);
 		v->before = v->after = b->gpus[g].mem_used;
 		v->baseline = p->baseline[g];
+		v->unowned_known = gs_snapshot_unowned(b, g, &v->unowned);
 		if (!v->mem_known)
 			r->memory_unverified = true;
 	}

@@ -35,6 +35,10 @@ struct gs_gpu_verdict {
 	uint64_t others_memory[8];  /* bytes */
 	size_t n_others;            /* how many there are (more than listed) */
 	uint64_t others_total;      /* bytes they hold together */
+	/* Memory no live process holds (gs_snapshot_unowned), as the last
+	 * re-scan found it: what only the driver keeps. */
+	bool unowned_known;
+	uint64_t unowned;           /* bytes */
 };
 
 struct gs_respawn {

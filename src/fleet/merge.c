@@ -220,8 +220,14 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 		if (__builtin_add_overflow(protected_mib, (long long)(tol > LLONG_MAX ? LLONG_MAX : tol), &limit))
 			limit = LLONG_MAX;
 		if (first && json_is_integer(used) && json_integer_value(used) > limit) {
+			json_t *unowned = json_object_get(g, GS_JK_UNOWNED_MIB);
+
 			gs_strbuf_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
 				(long long)idx, (long long)json_integer_value(used));
+			/* the host's own account (docs/json.md): the driver's */
+			if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
+				gs_strbuf_addf(why, ", %lld MiB held with no process (driver-held)",
+					(long long)json_integer_value(unowned));
 			v = GS_HV_NOT_CLEAN;
 		}
 	}
@@ -307,9 +313,13 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 			}
 			if (!json_array_size(held)) {
 				json_t *after = json_object_get(g, GS_JK_MEMORY_AFTER_MIB);
+				json_t *unowned = json_object_get(g, GS_JK_UNOWNED_MIB);
 
 				if (json_is_integer(after))
 					gs_strbuf_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
+				if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
+					gs_strbuf_addf(why, ", %lld MiB held with no process (driver-held)",
+						(long long)json_integer_value(unowned));
 			}
 		}
 		json_array_foreach(json_object_get(doc, GS_JK_RESPAWNS), i, x) {
@@ -391,6 +401,7 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	}
 	if (!strcmp(cmd, "status")) {
 		r->verdict = judge_status(doc, r->exit_code, m->tolerance_mib, &why);
+		r->status_busy = r->verdict == GS_HV_NOT_CLEAN && r->exit_code == GS_EXIT_CLEAN;
 		sum_mib(json_object_get(doc, GS_JK_GPUS), GS_JK_MEMORY_USED_MIB, NULL, &known, &mib);
 		verdict = r->exit_code == GS_EXIT_DRIVER ? "driver failure" : NULL;
 	} else {
@@ -563,7 +574,10 @@ void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_flee
 	for (size_t i = 0; i < n; i++) {
 		switch (r[i].verdict) {
 		case GS_HV_CLEAN: ret->clean++; break;
-		case GS_HV_NOT_CLEAN: ret->not_clean++; break;
+		case GS_HV_NOT_CLEAN:
+			ret->not_clean++;
+			ret->busy += r[i].status_busy;
+			break;
 		case GS_HV_DRY_RUN: ret->dry_run++; break;
 		case GS_HV_SELECTION_GONE: ret->selection_gone++; break;
 		case GS_HV_NO_MATCH: ret->no_match++; break;
@@ -576,7 +590,7 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s)
 {
 	if (s->failed)
 		return GS_EXIT_HOSTS;
-	if (s->not_clean)
+	if (s->not_clean > s->busy)
 		return GS_EXIT_NOT_CLEAN;
 	if (s->selection_gone)
 		return GS_EXIT_SELECTION_GONE;
@@ -731,6 +745,7 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "failed", json_integer((json_int_t)sum.failed));
 	json_object_set_new(sj, "selection_gone", json_integer((json_int_t)sum.selection_gone));
 	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
+	json_object_set_new(sj, "busy", json_integer((json_int_t)sum.busy));
 	json_object_set_new(j, GS_JK_SUMMARY, sj);
 	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_status(&sum)));
 	return j;

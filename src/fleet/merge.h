@@ -53,6 +53,9 @@ struct gs_host_result {
 	json_t *stderr_json;          /* the same for JSON: lines kept, control bytes escaped */
 	int exit_code;
 	uint64_t elapsed_ms;
+	/* A `status` that worked (exit 0 on the host) and found the GPUs held:
+	 * verdict not clean, yet no failure of the command (the exit rule). */
+	bool status_busy;
 };
 
 struct gs_merge_opts {
@@ -73,13 +76,17 @@ const char *gs_host_failure_str(enum gs_host_failure f);
 
 struct gs_fleet_summary {
 	size_t hosts, clean, not_clean, dry_run, failed, selection_gone, no_match;
+	size_t busy;                  /* of not_clean: status_busy hosts */
 };
 void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_fleet_summary *ret);
 
-/* 4 when any host failed; else 1 when some are not clean; else 6 when on
- * some the selection is gone but what it left alone holds memory; else 7
- * when the filters matched nothing on any host; else 0 (every host clean,
- * a dry run, or nothing matched there while other hosts had something). */
+/* 4 when any host failed; else 1 when some are not clean (a `status` that
+ * worked but found the GPUs held does not count: status exits 0 whatever
+ * holds the GPUs, on one host and on many); else 6 when on some the
+ * selection is gone but what it left alone holds memory; else 7 when the
+ * filters matched nothing on any host; else 0 (every host clean, a dry run,
+ * a status that worked, or nothing matched there while other hosts had
+ * something). */
 int gs_fleet_exit_status(const struct gs_fleet_summary *s);
 
 /* The human report: folded results, then failures per host, then a summary

@@ -13,9 +13,18 @@ static void gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set, ch
 	gs_gpus_text(s, set, buf, len);
 }
 
+/* Why a SIGTERM would be dropped, as the plan and the report say it. */
+static const char *term_futile_text(enum gs_term_fate f)
+{
+	return f == GS_TERM_NS_INIT ? "PID 1 of its namespace without a SIGTERM handler" : "SIGTERM ignored";
+}
+
 static void action_text(const struct gs_plan *p, const struct gs_target *t, char *buf, size_t len)
 {
 	switch (t->action) {
+	case GS_ACT_KILL:
+		snprintf(buf, len, "%s: SIGKILL at once", term_futile_text(t->term));
+		break;
 	case GS_ACT_STOP_UNIT:
 		/* unit and container names come from cgroup paths: escaped */
 		if (p->units[t->unit].container[0])
@@ -140,6 +149,15 @@ static const char *signals_text(unsigned sent, char *buf, size_t len)
 	return buf;
 }
 
+/* Every holder gone, memory above the baseline, and (more than the
+ * tolerance of) it held by no live process: only the driver keeps it. */
+static bool held_with_no_process(const struct gs_reclaim_report *r, const struct gs_gpu_verdict *gv)
+{
+	/* Interrupted: it did not stay, gpuslate stopped looking. */
+	return !gv->clean && gv->unattributed && gv->n_held_by == 0 && gv->unowned_known &&
+	       gv->unowned > (r->plan ? r->plan->tolerance : 0) && r->verify && !r->verify->interrupted;
+}
+
 /* The summary as built, before escaping: names and messages as they came. */
 static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
@@ -196,7 +214,14 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		for (size_t k = 0; k < gv->n_held_by && off + 48 < len; k++)
 			off += (size_t)snprintf(buf + off, len - off, "%s%d (%s)", k ? ", " : ", held by ",
 						(int)gv->held_by[k], gv->held_comm[k]);
-		if (gv->holders_gone && off + 64 < len)
+		if (held_with_no_process(r, gv) && off + 160 < len) {
+			off += (size_t)snprintf(buf + off, len - off, ": %llu MiB held with no process",
+						(unsigned long long)(gv->unowned / GS_MIB));
+			if (gv->holders_gone && r->plan && r->plan->n_targets)
+				off += (size_t)snprintf(buf + off, len - off, " %.1f s after its holders exited",
+							v->waited_ms / 1000.0);
+			off += (size_t)snprintf(buf + off, len - off, " (%s)", gs_unowned_why(r->before));
+		} else if (gv->holders_gone && off + 64 < len)
 			off += (size_t)snprintf(buf + off, len - off, ", not released %.1f s after its holders exited",
 						v->waited_ms / 1000.0);
 		else if (gv->unattributed && off + 40 < len)
@@ -268,6 +293,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			if (pr->outcome == GS_OUT_D_STATE)
 				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
 					pr->wchan[0] ? GS_SAFE(pr->wchan) : "?");
+			if (pr->kill_at_once)
+				fprintf(f, " (%s: SIGKILL at once)", term_futile_text(pr->term));
 			fputc('\n', f);
 		}
 	}
@@ -310,6 +337,15 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					fprintf(f, ": memory above the baseline, no visible holder");
 				fputc('\n', f);
 			}
+		}
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu_verdict *gv = &v->gpus[g];
+			char held[512];
+
+			if (!held_with_no_process(r, gv))
+				continue;
+			gs_unowned_text(s, s->gpus[gv->gpu].index, gv->unowned, held, sizeof(held));
+			fprintf(f, "%s\n", held);
 		}
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
@@ -360,6 +396,24 @@ static json_t *json_mib(bool known, uint64_t bytes)
 	return known ? json_integer((json_int_t)(bytes / GS_MIB)) : json_null();
 }
 
+static json_t *json_term_fate(enum gs_term_fate f)
+{
+	const char *t = gs_term_fate_str(f);
+
+	return t ? json_string(t) : json_null();
+}
+
+/* What the stop stage did, decided on the dispositions read just before
+ * signalling: the plan's kill may have become the ladder, and back. */
+static enum gs_action done_action(const struct gs_target *t, const struct gs_proc_result *pr)
+{
+	if (pr->kill_at_once)
+		return GS_ACT_KILL;
+	if (t->action == GS_ACT_KILL && (pr->sent & GS_SENT_TERM))
+		return GS_ACT_SIGNAL;
+	return t->action;
+}
+
 json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -400,6 +454,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	json_object_set_new(j, "visibility",
+			    gs_json_visibility(s, p ? p->tolerance : GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 
 	if (p) {
 		for (size_t i = 0; i < p->n_targets; i++) {
@@ -414,6 +470,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, GS_JK_MEMORY_MIB, h ? json_mib(h->mem_known, h->mem_used) : json_null());
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
+			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
 			json_object_set_new(o, "unit", t->unit >= 0 ? gs_json_text(p->units[t->unit].unit) : json_null());
 			json_object_set_new(o, "container", t->unit >= 0 && p->units[t->unit].container[0]
 							     ? gs_json_text(p->units[t->unit].container) : json_null());
@@ -480,7 +537,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_array_append_new(sigs, json_string("SIGKILL"));
 			json_object_set_new(o, GS_JK_PID, json_integer(pr->pid));
 			json_object_set_new(o, GS_JK_COMM, gs_json_text(pr->comm));
-			json_object_set_new(o, "action", json_string(gs_action_str(p->targets[i].action)));
+			json_object_set_new(o, "action", json_string(gs_action_str(done_action(&p->targets[i], pr))));
+			json_object_set_new(o, "sigterm_dropped", json_term_fate(pr->term));
 			json_object_set_new(o, "signals", sigs);
 			json_object_set_new(o, "outcome", json_string(gs_outcome_str(pr->outcome)));
 			json_object_set_new(o, "exited_after_s", pr->exited_ms || pr->outcome == GS_OUT_EXITED_TERM ||
@@ -526,6 +584,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 										 ? json_real(gv->released_ms / 1000.0) : json_null());
 				json_object_set_new(o, GS_JK_HELD_BY, held);
 				json_object_set_new(o, "unattributed", json_boolean(gv->unattributed));
+				json_object_set_new(o, GS_JK_UNOWNED_MIB, json_mib(gv->unowned_known, gv->unowned));
 				{
 					json_t *others = json_array();
 
@@ -570,6 +629,12 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, "baseline_mib", json_mib(gp->mem_known, p->baseline[g]));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
 				gs_json_memory_basis(o, gp);
+				{
+					uint64_t unowned;
+					bool known = gs_snapshot_unowned(s, g, &unowned);
+
+					json_object_set_new(o, GS_JK_UNOWNED_MIB, json_mib(known, unowned));
+				}
 				json_array_append_new(gpus, o);
 			}
 		}

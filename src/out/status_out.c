@@ -93,6 +93,46 @@ static json_t *json_mib(bool known, uint64_t bytes)
 	return known ? json_integer((json_int_t)(bytes / GS_MIB)) : json_null();
 }
 
+void gs_unowned_text(const struct gs_snapshot *s, unsigned index, uint64_t bytes, char *buf, size_t len)
+{
+	size_t off;
+
+	if (!s->n_denied) {
+		snprintf(buf, len, "GPU %u: %llu MiB held with no process (%s)", index,
+			 (unsigned long long)(bytes / GS_MIB), gs_unowned_why(s));
+		return;
+	}
+	off = (size_t)snprintf(buf, len,
+			       "GPU %u: %llu MiB held with no visible process: driver-held (a GPU reset or a reboot frees it),"
+			       " or held by %s %zu process%s gpuslate could not inspect (PID",
+			       index, (unsigned long long)(bytes / GS_MIB), s->n_denied == 1 ? "the" : "one of the",
+			       s->n_denied, s->n_denied == 1 ? "" : "es");
+	for (size_t i = 0; i < s->n_denied && i < GS_ARRAY_SIZE(s->denied) && off + 16 < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s %d", i ? "," : "", (int)s->denied[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, "%s)", s->n_denied > GS_ARRAY_SIZE(s->denied) ? ", ..." : "");
+}
+
+const char *gs_unowned_why(const struct gs_snapshot *s)
+{
+	return s->n_denied ? "driver-held, or held by a process gpuslate could not inspect"
+			   : "driver-held; a GPU reset or a reboot frees it";
+}
+
+json_t *gs_json_visibility(const struct gs_snapshot *s, uint64_t tolerance)
+{
+	json_t *vis = json_object(), *pids = json_array();
+
+	for (size_t i = 0; i < s->n_denied && i < GS_ARRAY_SIZE(s->denied); i++)
+		json_array_append_new(pids, json_integer(s->denied[i]));
+	json_object_set_new(vis, "as_root", json_boolean(s->as_root));
+	json_object_set_new(vis, "processes_scanned", json_integer((json_int_t)s->n_scanned));
+	json_object_set_new(vis, "processes_denied", json_integer((json_int_t)s->n_denied));
+	json_object_set_new(vis, "denied_pids", pids);
+	json_object_set_new(vis, "denied_matter", json_boolean(gs_snapshot_denied_matters(s, tolerance)));
+	return vis;
+}
+
 json_t *gs_json_owner(const struct gs_owner *o)
 {
 	json_t *j = json_object();
@@ -136,6 +176,12 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 	json_object_set_new(j, GS_JK_MEMORY_USED_MIB, json_mib(g->mem_known, g->mem_used));
 	gs_json_memory_basis(j, g);
 	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
+	{
+		uint64_t unowned;
+		bool known = gs_snapshot_unowned(s, (size_t)(g - s->gpus), &unowned);
+
+		json_object_set_new(j, GS_JK_UNOWNED_MIB, json_mib(known, unowned));
+	}
 	json_object_set_new(j, "holders", json_integer((json_int_t)gpu_holder_count(s, (size_t)(g - s->gpus))));
 	return j;
 }
@@ -185,7 +231,6 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 		       enum gs_verdict verdict)
 {
 	json_t *j = json_object(), *gpus = json_array(), *procs = json_array(), *warn = json_array();
-	json_t *vis = json_object();
 
 	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_SCHEMA_VERSION));
 	json_object_set_new(j, "tool", json_string("gpuslate"));
@@ -206,10 +251,7 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 	json_object_set_new(j, GS_JK_WARNINGS, warn);
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_PROCESSES, procs);
-	json_object_set_new(vis, "as_root", json_boolean(s->as_root));
-	json_object_set_new(vis, "processes_scanned", json_integer((json_int_t)s->n_scanned));
-	json_object_set_new(vis, "processes_denied", json_integer((json_int_t)s->n_denied));
-	json_object_set_new(j, "visibility", vis);
+	json_object_set_new(j, "visibility", gs_json_visibility(s, GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 	return j;
 }
 
@@ -345,6 +387,18 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 	}
 	if (!shown)
 		fprintf(f, "%7s (no processes hold the selected GPUs)\n", "");
+	/* Memory that stopping processes cannot free: the user needs to
+	 * know before reclaiming. */
+	for (size_t g = 0, n = 0; g < s->n_gpus; g++) {
+		uint64_t unowned;
+		char line[512];
+
+		if ((!sel_all && !gs_gpuset_has(sel, (unsigned)g)) || !gs_snapshot_unowned(s, g, &unowned) ||
+		    unowned <= GS_TOLERANCE_DEFAULT_MIB * GS_MIB)
+			continue;
+		gs_unowned_text(s, s->gpus[g].index, unowned, line, sizeof(line));
+		fprintf(f, "%s%s\n", n++ ? "" : "\n", line);
+	}
 }
 
 void gs_csv_field(FILE *f, const char *raw)

@@ -41,6 +41,18 @@ void gs_command_display(const struct gs_procinfo *in, char *buf, size_t len);
 /* "unit sglang.service", "lxc 129: ollama.service", "docker 3f2a1b9c0d4e", "-". */
 void gs_owner_format(const struct gs_owner *o, char *buf, size_t len);
 
+/* One line for memory no process holds on a GPU: "GPU 0: 4096 MiB held
+ * with no process (driver-held; a GPU reset or a reboot frees it)", naming
+ * the processes gpuslate could not inspect when there are any (one of them
+ * may hold it). index is the GPU's NVML index. */
+void gs_unowned_text(const struct gs_snapshot *s, unsigned index, uint64_t bytes, char *buf, size_t len);
+/* The same reason in a few words, for one-line summaries. */
+const char *gs_unowned_why(const struct gs_snapshot *s);
+
+/* visibility: as_root, processes_scanned, processes_denied, denied_pids,
+ * denied_matter (gs_snapshot_denied_matters with tolerance bytes). */
+json_t *gs_json_visibility(const struct gs_snapshot *s, uint64_t tolerance);
+
 json_t *gs_json_owner(const struct gs_owner *o);
 json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s);
 /* memory_basis and memory_reserved_mib of a GPU object (docs/json.md). */

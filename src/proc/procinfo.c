@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -140,9 +141,39 @@ static size_t next_token(const char **p, const char *end, char *tok, size_t size
 	return len;
 }
 
+/* A signal mask as the kernel prints it: _NSIG/4 hex digits (16 on most
+ * architectures, 32 on MIPS). The low 64 bits are the last 16 digits. */
+static bool parse_sigmask(const char *p, const char *end, uint64_t *ret)
+{
+	char tok[40];
+	bool too_long;
+	size_t len = next_token(&p, end, tok, sizeof(tok), &too_long);
+	uint64_t v = 0;
+
+	if (len == 0 || too_long || len > 32)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = tok[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return false;
+		v = (v << 4) | d; /* digits beyond 16 shift out: signals above 64 */
+	}
+	*ret = v;
+	return true;
+}
+
 int gs_parse_pidstatus(const char *text, struct gs_pidstatus *ret)
 {
-	bool have_uid = false;
+	bool have_uid = false, have_blk = false, have_ign = false, have_cgt = false;
+	bool bad_mask = false;
 	const char *line = text;
 
 	memset(ret, 0, sizeof(*ret));
@@ -180,12 +211,85 @@ int gs_parse_pidstatus(const char *text, struct gs_pidstatus *ret)
 				return -EINVAL;
 			ret->nspid = last;
 			ret->has_nspid = true;
+		} else if (!have_blk && gs_startswith(line, "SigBlk:")) {
+			have_blk = true;
+			bad_mask |= !parse_sigmask(line + 7, end, &ret->sig_blk);
+		} else if (!have_ign && gs_startswith(line, "SigIgn:")) {
+			have_ign = true;
+			bad_mask |= !parse_sigmask(line + 7, end, &ret->sig_ign);
+		} else if (!have_cgt && gs_startswith(line, "SigCgt:")) {
+			have_cgt = true;
+			bad_mask |= !parse_sigmask(line + 7, end, &ret->sig_cgt);
 		}
 		if (!eol)
 			break;
 		line = eol + 1;
 	}
+	ret->has_sigmasks = have_blk && have_ign && have_cgt && !bad_mask;
+	if (!ret->has_sigmasks)
+		ret->sig_blk = ret->sig_ign = ret->sig_cgt = 0;
 	return have_uid ? 0 : -EINVAL;
+}
+
+#define SIGBIT(sig) (1ULL << ((sig) - 1))
+
+enum gs_term_fate gs_pidstatus_term_fate(const struct gs_pidstatus *s)
+{
+	if (!s->has_sigmasks)
+		return GS_TERM_UNKNOWN;
+	/* A blocked signal is queued whatever its disposition (the kernel
+	 * never ignores one: the handler may change before it is unblocked). */
+	if (s->sig_blk & SIGBIT(SIGTERM))
+		return GS_TERM_DELIVERED;
+	if (s->sig_ign & SIGBIT(SIGTERM))
+		return GS_TERM_IGNORED;
+	/* The init of a PID namespace gets from outside only the signals it
+	 * installed a handler for (and SIGKILL, SIGSTOP). The host's own PID 1
+	 * is never a target. */
+	if (s->has_nspid && s->nspid == 1 && !(s->sig_cgt & SIGBIT(SIGTERM)))
+		return GS_TERM_NS_INIT;
+	return GS_TERM_DELIVERED;
+}
+
+const char *gs_term_fate_str(enum gs_term_fate f)
+{
+	switch (f) {
+	case GS_TERM_IGNORED: return "ignored";
+	case GS_TERM_NS_INIT: return "namespace-init";
+	case GS_TERM_UNKNOWN:
+	case GS_TERM_DELIVERED:
+		break;
+	}
+	return NULL;
+}
+
+int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_fate *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct gs_pidstatus ps;
+	struct gs_pidstat st;
+	char path[32];
+	int r;
+
+	*ret = GS_TERM_UNKNOWN;
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	r = gs_read_file_at(proc_fd, path, READ_MAX_SMALL * 4, &buf, NULL);
+	if (r < 0)
+		return r;
+	r = gs_parse_pidstatus(buf, &ps);
+	if (r < 0)
+		return r;
+	/* Read before the identity check: if the start time still matches
+	 * after, the text was this process's. */
+	r = gs_pidstat_read(proc_fd, pid, &st);
+	if (r < 0)
+		return r;
+	if (st.starttime != starttime)
+		return -ESRCH;
+	*ret = gs_pidstatus_term_fate(&ps);
+	return 0;
 }
 
 int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret)

@@ -28,12 +28,44 @@ struct gs_pidstatus {
 	uid_t uid;               /* real uid (first of Uid:) */
 	pid_t nspid;             /* innermost NSpid, equals pid when not in a child ns */
 	bool has_nspid;
+	/* SigBlk:, SigIgn:, SigCgt: (bit n-1 for signal n, the first 64
+	 * signals): blocked by the main thread, ignored, caught by a handler.
+	 * has_sigmasks only when all three were read. */
+	bool has_sigmasks;
+	uint64_t sig_blk, sig_ign, sig_cgt;
+};
+
+/* What the kernel does with a SIGTERM sent from gpuslate's namespace. */
+enum gs_term_fate {
+	GS_TERM_UNKNOWN,     /* dispositions not read: the ladder as usual */
+	GS_TERM_DELIVERED,   /* a handler, the default action, or blocked for now */
+	GS_TERM_IGNORED,     /* set to SIG_IGN and not blocked: dropped */
+	/* PID 1 of its own PID namespace with no handler and not blocked: the
+	 * kernel drops signals from outside that the init did not ask for */
+	GS_TERM_NS_INIT,
 };
 
 /* Parse the text of /proc/PID/stat. Returns 0 or -EINVAL. */
 int gs_parse_pidstat(const char *text, struct gs_pidstat *ret);
-/* Parse the text of /proc/PID/status (Uid:, NSpid:). Returns 0 or -EINVAL. */
+/* Parse the text of /proc/PID/status (Uid:, NSpid:, SigBlk:, SigIgn:,
+ * SigCgt:). Returns 0 or -EINVAL (no valid Uid:, a bad NSpid:); masks that
+ * do not parse only leave has_sigmasks false. */
 int gs_parse_pidstatus(const char *text, struct gs_pidstatus *ret);
+
+/* Would a SIGTERM be dropped? Blocked counts as delivered: the handler may
+ * change before it is unblocked, as the kernel itself reasons. */
+enum gs_term_fate gs_pidstatus_term_fate(const struct gs_pidstatus *s);
+static inline bool gs_term_futile(enum gs_term_fate f)
+{
+	return f == GS_TERM_IGNORED || f == GS_TERM_NS_INIT;
+}
+/* "ignored", "namespace-init", NULL for the others (docs/json.md). */
+const char *gs_term_fate_str(enum gs_term_fate f);
+
+/* The fate of a SIGTERM to pid now, from a fresh /proc/PID/status, checked
+ * against the start time afterwards (a reused PID answers -ESRCH). Returns 0
+ * or -errno. */
+int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_fate *ret);
 
 struct gs_procinfo {
 	struct gs_pidstat st;

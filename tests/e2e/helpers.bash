@@ -333,6 +333,19 @@ require_pidns() {
 		skip "cannot create a PID namespace (needs root / CAP_SYS_ADMIN)"
 }
 
+# in_pidns SCRIPT: runs the bash SCRIPT (text, with set -e) as PID 1 of a
+# new PID namespace with its own /proc; $1 there is this test's directory,
+# and $GS_HOLDER and $GPUSLATE_BIN are set. Everything it starts ends with
+# it. There every process is the test's, so what gpuslate can or cannot
+# inspect is the test's doing (call require_pidns first).
+in_pidns() {
+	printf '%s\n' "$1" >"$BATS_TEST_TMPDIR/ns.sh"
+	bg ns env GS_HOLDER="$GS_HOLDER" unshare --pid --fork --mount-proc --kill-child \
+		bash -e "$BATS_TEST_TMPDIR/ns.sh" "$BATS_TEST_TMPDIR"
+	bg_wait ns 60
+	assert_eq "$BG_STATUS" 0 "namespace script (stderr: $BG_ERR)"
+}
+
 # ---- setup and teardown ------------------------------------------------------
 
 # new_host NGPUS: a fresh simulated host, exported for gpuslate and holders.

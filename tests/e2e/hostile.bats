@@ -88,7 +88,8 @@ comm_of() { jq -r ".processes[] | select(.pid == $2) | .comm" "$1"; }
 	done
 	# The escaped names are there, one holder per line.
 	out table status
-	assert_match "$(cat "$OUT")" "^ *$esc +root +\\\\x1b\]0;pwned\\\\x07\\\\x1b\[2J\.\.\.g(arg)+ " "escape-sequence holder's row"
+	assert_match "$(cat "$OUT")" "^ *$esc +root +\\\\x1b\]0;pwned\\\\x07\\\\x1b\[2J\.\.\.[arg]+ " "escape-sequence holder's row"
+	# (where the cut falls in the run of "arg"s depends on the column's width)
 	# the arguments begin after argv[0], whose name holds a space
 	assert_match "$(cat "$OUT")" "^ *$forge +root +x\\\\x0aVerdict: ok --read" "forging holder's row"
 	assert_match "$(cat "$OUT")" "^0 +H200\\\\x1b\[5m\\\\xff " "GPU name"

@@ -232,3 +232,100 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	fi
 }
 
+
+# ---- issue 15: memory no process holds; unreadable processes; exit rule ----
+
+@test "status: memory no process holds is named per GPU (text and unowned_mib), exit 0; gone after a GPU reset" {
+	require_pidns
+	printf 'gpu=0\nmib=4096\nno_process=1\n' >"$FAKE_NVML_STATE/ctx/leak0"
+	in_pidns '
+		d=$1
+		"$GS_HOLDER" --gpu 1 --mib 1024 --ready-file "$d/a.ready" </dev/null >/dev/null 2>&1 &
+		for i in $(seq 1000); do [ -f "$d/a.ready" ] && break; sleep 0.01; done
+		"$GPUSLATE_BIN" status >"$d/text" 2>"$d/text.err"; echo $? >"$d/text.rc"
+		"$GPUSLATE_BIN" status --json >"$d/json" 2>/dev/null
+		rm "$FAKE_NVML_STATE/ctx/leak0" # the "GPU reset"
+		"$GPUSLATE_BIN" status >"$d/after" 2>/dev/null
+		"$GPUSLATE_BIN" status --json >"$d/after.json" 2>/dev/null'
+	d=$BATS_TEST_TMPDIR
+	assert_eq "$(cat "$d/text.rc")" 0 "exit status"
+	# Nothing here is unreadable: the plain wording, for GPU 0 only.
+	assert_eq "$(grep '^GPU [0-9]: ' "$d/text")" \
+		"GPU 0: 4096 MiB held with no process (driver-held; a GPU reset or a reboot frees it)" "text"
+	assert_eq "$(cat "$d/text.err")" "" "stderr"
+	output=$(cat "$d/json")
+	assert_eq "$(jqo '[.gpus[] | "\(.index):\(.memory_used_mib):\(.unowned_mib)"] | join(" ")')" \
+		"0:4096:4096 1:1024:0" "GPUs: index, used, unowned"
+	assert_eq "$(jqo '.visibility | "\(.processes_denied) \(.denied_matter)"')" "0 false" "visibility"
+	assert_eq "$(grep -c 'held with no' "$d/after")" 0 "text after the reset"
+	output=$(cat "$d/after.json")
+	assert_eq "$(jqo '[.gpus[].unowned_mib] | map(tostring) | join(" ")')" "0 0" "unowned after the reset"
+}
+
+@test "status: a process it cannot inspect is no warning while every GPU's memory is accounted for; -v notes it; JSON always" {
+	require_pidns
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	# gpuslate and the holder without CAP_SYS_PTRACE: a process with more
+	# capabilities (this script, PID 1 here, and a sleep) is unreadable to
+	# gpuslate, as PID 1 is in many containers and sandboxes.
+	in_pidns '
+		d=$1
+		lo() { setpriv --bounding-set -sys_ptrace "$@"; }
+		sleep 600 </dev/null >/dev/null 2>&1 &
+		echo $! >"$d/sleep"
+		# (a simple command: no subshell of this script in between)
+		setpriv --bounding-set -sys_ptrace "$GS_HOLDER" --gpu 0 --mib 2048 --ready-file "$d/a.ready" \
+			</dev/null >/dev/null 2>&1 &
+		for i in $(seq 1000); do [ -f "$d/a.ready" ] && break; sleep 0.01; done
+		lo "$GPUSLATE_BIN" status >/dev/null 2>"$d/plain.err"; echo $? >"$d/plain.rc"
+		lo "$GPUSLATE_BIN" status -v >/dev/null 2>"$d/v.err"
+		lo "$GPUSLATE_BIN" status --json >"$d/json" 2>"$d/json.err"
+		lo "$GPUSLATE_BIN" reclaim -y --json >"$d/reclaim.json" 2>"$d/reclaim.err"; echo $? >"$d/reclaim.rc"
+		# Now memory that no visible process accounts for: it matters.
+		printf "gpu=1\nmib=4096\nno_process=1\n" >"$FAKE_NVML_STATE/ctx/leak1"
+		lo "$GPUSLATE_BIN" status >"$d/leak" 2>"$d/leak.err"; echo $? >"$d/leak.rc"
+		lo "$GPUSLATE_BIN" status --json >"$d/leak.json" 2>/dev/null
+		rm "$FAKE_NVML_STATE/ctx/leak1"
+		kill "$(cat "$d/sleep")"'
+	d=$BATS_TEST_TMPDIR
+	s=$(cat "$d/sleep")
+	assert_eq "$(cat "$d/plain.rc")" 0 "exit status"
+	assert_eq "$(cat "$d/plain.err")" "" "plain stderr"
+	assert_eq "$(grep -c . "$d/v.err")" 1 "-v: lines on stderr"
+	assert_match "$(cat "$d/v.err")" "^gpuslate: note: could not inspect 2 of [0-9]+ processes \(permission denied\): PID 1, $s; every GPU's memory is accounted for by processes gpuslate sees\$" "-v"
+	assert_eq "$(cat "$d/json.err")" "" "--json stderr"
+	output=$(cat "$d/json")
+	assert_eq "$(jqo '.visibility | "\(.processes_denied) \(.denied_pids | map(tostring) | join(",")) \(.denied_matter)"')" \
+		"2 1,$s false" "visibility"
+	assert_eq "$(cat "$d/reclaim.rc")" 0 "reclaim exit status"
+	assert_eq "$(cat "$d/reclaim.err")" "" "reclaim stderr"
+	output=$(cat "$d/reclaim.json")
+	assert_eq "$(jqo '"\(.verdict) \(.visibility.processes_denied) \(.visibility.denied_matter)"')" "clean 2 false" \
+		"reclaim verdict, visibility"
+
+	assert_eq "$(cat "$d/leak.rc")" 0 "exit status with unaccounted memory"
+	assert_eq "$(grep -c . "$d/leak.err")" 1 "lines on stderr with unaccounted memory"
+	assert_match "$(cat "$d/leak.err")" "^gpuslate: warning: could not inspect 2 of [0-9]+ processes \(permission denied\): PID 1, $s; they may hold GPU memory that no visible process accounts for\$" "warning"
+	assert_eq "$(grep '^GPU 1: ' "$d/leak")" "GPU 1: 4096 MiB held with no visible process: driver-held (a GPU reset or a reboot frees it), or held by one of the 2 processes gpuslate could not inspect (PID 1, $s)" "text"
+	output=$(cat "$d/leak.json")
+	assert_eq "$(jqo '"\(.visibility.denied_matter) \(.gpus[1].unowned_mib)"')" "true 4096" "JSON"
+}
+
+@test "status exits 0 whatever holds the GPUs; wait --timeout 0 is the check whether they are free" {
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	run --separate-stderr gs status
+	assert_status 0
+	run --separate-stderr gs status --json
+	assert_status 0
+	run --separate-stderr gs status --query-gpu=index,memory.used --format=csv,noheader
+	assert_status 0
+	run --separate-stderr gs wait --timeout 0 --json
+	assert_status 1
+	assert_eq "$(jqo '"\(.verdict) \(.gpus[0].held_by | map(tostring) | join(","))"')" "not-clean $a" "wait"
+	assert_alive "$a"
+	kill -TERM "$a"
+	wait_for 10 dead "$a"
+	run --separate-stderr gs wait --timeout 0
+	assert_status 0
+}

@@ -642,6 +642,7 @@ struct fake_ctx {
 	unsigned long long mib;
 	enum fake_kind kind;
 	bool mem_unknown;
+	bool no_process;          /* memory the driver keeps with no process: in no list */
 };
 
 struct ctx_list {
@@ -653,6 +654,7 @@ struct ctx_file {
 	bool has_pid, has_gpu, has_mib;
 	unsigned long long pid, gpu, mib, release_ms;
 	bool mem_unknown;         /* the driver does not say how much this process uses */
+	bool no_process;          /* no_process=1: driver-held memory, see ctx_counts */
 	bool freed;
 	unsigned long long freed_at_ms;
 	enum fake_kind kind;
@@ -681,6 +683,8 @@ static bool parse_ctx(char *buf, struct ctx_file *c)
 			c->has_mib = parse_ull(val, 1ULL << 40, &c->mib);
 		else if (strcmp(key, "mem_unknown") == 0)
 			c->mem_unknown = strcmp(val, "1") == 0;
+		else if (strcmp(key, "no_process") == 0)
+			c->no_process = strcmp(val, "1") == 0;
 		else if (strcmp(key, "release_ms") == 0) {
 			if (!parse_ull(val, ULLONG_MAX, &c->release_ms))
 				return false;
@@ -698,7 +702,7 @@ static bool parse_ctx(char *buf, struct ctx_file *c)
 				return false;
 		}
 	}
-	return c->has_pid && c->has_gpu && c->has_mib;
+	return (c->has_pid || c->no_process) && c->has_gpu && c->has_mib;
 }
 
 /* The pid /proc/locks gives for the flock on fd's file: the process that
@@ -755,7 +759,12 @@ static bool ctx_counts(int dirfd, const char *name, struct fake_ctx *out)
 		goto out;
 	if (pid_from_lock && alive)
 		c.pid = lock_owner_pid(fd, c.pid);
-	if (alive) {
+	if (c.no_process) {
+		/* Memory the driver keeps after its process is gone (an Xid
+		 * error, a leak): counted for as long as the file exists,
+		 * whatever its lock; only removing it (a "GPU reset") frees it. */
+		counts = true;
+	} else if (alive) {
 		counts = true;
 	} else {
 		uint64_t now = mono_ms();
@@ -782,6 +791,7 @@ static bool ctx_counts(int dirfd, const char *name, struct fake_ctx *out)
 		out->mib = c.mib;
 		out->kind = c.kind;
 		out->mem_unknown = c.mem_unknown;
+		out->no_process = c.no_process;
 	}
 out:
 	free(buf);
@@ -873,7 +883,7 @@ static nvmlReturn_t list_processes(const struct fake_gpu *g, enum fake_kind kind
 	}
 	for (size_t i = 0; i < l.n; i++) {
 		unsigned int j;
-		if (l.v[i].gpu != g->minor || (kind != KIND_ALL && l.v[i].kind != kind))
+		if (l.v[i].gpu != g->minor || (kind != KIND_ALL && l.v[i].kind != kind) || l.v[i].no_process)
 			continue;
 		for (j = 0; j < n && e[j].pid != l.v[i].pid; j++)
 			;

@@ -27,6 +27,14 @@
 #define MAX_WORKERS 1024
 #define READY_MAX 65536
 
+/* What SIGTERM does to a holder (docs/testing.md). */
+enum term_mode {
+	TERM_EXIT,     /* a handler that exits 0 (default) */
+	TERM_CATCH,    /* --ignore-term: a handler that carries on */
+	TERM_SIG_IGN,  /* --sigign-term: SIG_IGN, the kernel drops it */
+	TERM_DEFAULT,  /* --term-default: no handler, the default action */
+};
+
 struct opts {
 	const char *state;
 	const char *dev_root;
@@ -35,7 +43,9 @@ struct opts {
 	unsigned long long mib;
 	unsigned long long release_ms;
 	const char *kind;
-	bool client, ctl_only, fork_child, exit_after_fork, ignore_term, setsid, supervise, mem_unknown;
+	bool client, ctl_only, fork_child, exit_after_fork, setsid, supervise, mem_unknown;
+	enum term_mode term;
+	bool block_term, term_on_usr1;
 	unsigned int workers;
 	const char *ready_file;
 };
@@ -68,7 +78,8 @@ static void usage(void)
 {
 	fputs("usage: gs-holder [--state DIR] [--dev-root DIR] [--gpu MINOR]... [--mib N]\n"
 	      "                 [--release-ms N] [--client] [--ctl-only] [--fork-child]\n"
-	      "                 [--exit-after-fork] [--workers N] [--ignore-term] [--setsid]\n"
+	      "                 [--exit-after-fork] [--workers N] [--ignore-term | --sigign-term |\n"
+	      "                 --term-default] [--block-term] [--handle-term-on-usr1] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
 	      "                 [--mem-unknown] [--note TEXT] [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
@@ -147,22 +158,52 @@ static void on_term(int sig)
 	_exit(0);
 }
 
+/* A program that catches SIGTERM and goes on (a graceful shutdown that
+ * never ends): SIGTERM is delivered, only SIGKILL ends it. */
+static void on_term_carry_on(int sig)
+{
+	(void)sig;
+}
+
+/* --handle-term-on-usr1: a process that installs its SIGTERM handler late
+ * (after gpuslate planned): from SIGUSR1 on, SIGTERM ends it. */
+static void on_usr1_install_term(int sig)
+{
+	struct sigaction sa;
+
+	(void)sig;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Only there so SIGCHLD interrupts sigsuspend(); reaping is done outside. */
 static void on_chld(int sig)
 {
 	(void)sig;
 }
 
-static void setup_signals(bool ignore_term, sigset_t *wait_mask)
+static void setup_signals(enum term_mode term, bool block_term, bool term_on_usr1, sigset_t *wait_mask)
 {
 	struct sigaction sa;
 	sigset_t block;
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = ignore_term ? SIG_IGN : on_term;
+	switch (term) {
+	case TERM_EXIT: sa.sa_handler = on_term; break;
+	case TERM_CATCH: sa.sa_handler = on_term_carry_on; break;
+	case TERM_SIG_IGN: sa.sa_handler = SIG_IGN; break;
+	case TERM_DEFAULT: sa.sa_handler = SIG_DFL; break;
+	}
 	if (sigaction(SIGTERM, &sa, NULL) < 0)
 		die("sigaction: %s", strerror(errno));
+	if (term_on_usr1) {
+		sa.sa_handler = on_usr1_install_term;
+		if (sigaction(SIGUSR1, &sa, NULL) < 0)
+			die("sigaction: %s", strerror(errno));
+	}
 	sa.sa_handler = on_chld;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	if (sigaction(SIGCHLD, &sa, NULL) < 0)
@@ -171,10 +212,17 @@ static void setup_signals(bool ignore_term, sigset_t *wait_mask)
 	 * between a waitpid() and the sigsuspend() cannot be missed. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGCHLD);
+	/* --block-term: SIGTERM stays pending for good (SigBlk), also while
+	 * waiting; children inherit the mask. */
+	if (block_term)
+		sigaddset(&block, SIGTERM);
 	if (sigprocmask(SIG_BLOCK, &block, wait_mask) < 0)
 		die("sigprocmask: %s", strerror(errno));
 	sigdelset(wait_mask, SIGCHLD);
-	sigdelset(wait_mask, SIGTERM);
+	if (block_term)
+		sigaddset(wait_mask, SIGTERM);
+	else
+		sigdelset(wait_mask, SIGTERM);
 }
 
 /* Waits forever without spinning; reaps children so killed workers do not
@@ -425,7 +473,8 @@ static void supervise(const struct opts *o, const sigset_t *wait_mask)
 int main(int argc, char **argv)
 {
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
-	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SETSID,
+	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SIGIGN_TERM, O_TERM_DEFAULT,
+	       O_BLOCK_TERM, O_TERM_ON_USR1, O_SETSID,
 	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
@@ -440,6 +489,10 @@ int main(int argc, char **argv)
 		{ "exit-after-fork", no_argument, NULL, O_EXIT_AFTER_FORK },
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "ignore-term", no_argument, NULL, O_IGNORE_TERM },
+		{ "sigign-term", no_argument, NULL, O_SIGIGN_TERM },
+		{ "term-default", no_argument, NULL, O_TERM_DEFAULT },
+		{ "block-term", no_argument, NULL, O_BLOCK_TERM },
+		{ "handle-term-on-usr1", no_argument, NULL, O_TERM_ON_USR1 },
 		{ "setsid", no_argument, NULL, O_SETSID },
 		{ "supervise", no_argument, NULL, O_SUPERVISE },
 		{ "ready-file", required_argument, NULL, O_READY_FILE },
@@ -473,7 +526,11 @@ int main(int argc, char **argv)
 		case O_FORK_CHILD: o.fork_child = true; break;
 		case O_EXIT_AFTER_FORK: o.exit_after_fork = true; break;
 		case O_WORKERS: o.workers = (unsigned int)parse_num("workers", optarg, MAX_WORKERS); break;
-		case O_IGNORE_TERM: o.ignore_term = true; break;
+		case O_IGNORE_TERM: o.term = TERM_CATCH; break;
+		case O_SIGIGN_TERM: o.term = TERM_SIG_IGN; break;
+		case O_TERM_DEFAULT: o.term = TERM_DEFAULT; break;
+		case O_BLOCK_TERM: o.block_term = true; break;
+		case O_TERM_ON_USR1: o.term_on_usr1 = true; break;
 		case O_SETSID: o.setsid = true; break;
 		case O_SUPERVISE: o.supervise = true; break;
 		case O_READY_FILE: o.ready_file = optarg; break;
@@ -495,7 +552,7 @@ int main(int argc, char **argv)
 	if (o.setsid && setsid() < 0)
 		die("setsid: %s", strerror(errno));
 
-	setup_signals(o.ignore_term, &wait_mask);
+	setup_signals(o.term, o.block_term, o.term_on_usr1, &wait_mask);
 	if (o.supervise)
 		supervise(&o, &wait_mask);
 	run_holder(&o, &wait_mask);

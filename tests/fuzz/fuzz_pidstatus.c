@@ -1,4 +1,4 @@
-/* gs_parse_pidstatus: /proc/PID/status (Uid:, NSpid:). */
+/* gs_parse_pidstatus: /proc/PID/status (Uid:, NSpid:, SigBlk:, SigIgn:, SigCgt:). */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -22,6 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* pure: the same text gives the same answer */
 		FUZZ_CHECK(gs_parse_pidstatus(text, &again) == 0);
 		FUZZ_CHECK(again.uid == st.uid && again.nspid == st.nspid && again.has_nspid == st.has_nspid);
+		FUZZ_CHECK(again.has_sigmasks == st.has_sigmasks && again.sig_blk == st.sig_blk &&
+			   again.sig_ign == st.sig_ign && again.sig_cgt == st.sig_cgt);
+		/* masks count only when all three were read; never half a reading */
+		FUZZ_CHECK(st.has_sigmasks || (st.sig_blk | st.sig_ign | st.sig_cgt) == 0);
+		FUZZ_CHECK(st.has_sigmasks || gs_pidstatus_term_fate(&st) == GS_TERM_UNKNOWN);
 	}
 	free(text);
 	return 0;

@@ -580,6 +580,27 @@ static void test_mem_unknown(void **st)
 	close(fd);
 }
 
+/* no_process=1: memory the driver keeps with no process (after an Xid, a
+ * leak): counted whatever the lock, in no process list, never released by
+ * the library; removing the file is the "GPU reset". */
+static void test_no_process_memory(void **st)
+{
+	nvmlProcessInfo_v2_t p[2];
+	unsigned int n = 2;
+	(void)st;
+
+	write_file("ctx/leak-1", "gpu=1\nmib=4096\nno_process=1\n");
+	assert_int_equal(used_v2_mib(dev(1)), 4096);
+	assert_int_equal(L.compute_v3(dev(1), &n, p), NVML_SUCCESS);
+	assert_int_equal(n, 0);
+	/* unlocked, and still there on the next reads (no teardown) */
+	assert_int_equal(used_v2_mib(dev(1)), 4096);
+	assert_true(ctx_exists("leak-1"));
+	assert_int_equal(used_v2_mib(dev(0)), 0);
+	remove_file("ctx/leak-1");
+	assert_int_equal(used_v2_mib(dev(1)), 0);
+}
+
 /* The pre-R510 variant: no v2 memory symbol; v1 used includes the reservation. */
 static void test_no_memory_v2_variant(void **st)
 {
@@ -623,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_release_never_early, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inject_per_gpu_delay_block, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mem_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_process_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_memory_v2_variant, setup, teardown),
 	};
 

@@ -769,13 +769,16 @@ static void test_exit_status_rule(void **state)
 		struct gs_fleet_summary s;
 		int want;
 	} cases[] = {
-		{ { 0, 0, 0, 0, 0, 0, 0 }, 0 },  { { 3, 3, 0, 0, 0, 0, 0 }, 0 }, { { 3, 1, 0, 2, 0, 0, 0 }, 0 },
-		{ { 3, 0, 0, 3, 0, 0, 0 }, 0 },  { { 3, 2, 1, 0, 0, 0, 0 }, 1 }, { { 3, 0, 3, 0, 0, 0, 0 }, 1 },
-		{ { 3, 1, 0, 1, 1, 0, 0 }, 4 },  { { 3, 1, 1, 0, 1, 0, 0 }, 4 }, { { 1, 0, 0, 0, 1, 0, 0 }, 4 },
-		/* hosts, clean, not clean, dry run, failed, selection gone, no match */
-		{ { 2, 1, 0, 0, 0, 1, 0 }, 6 }, { { 2, 0, 1, 0, 0, 1, 0 }, 1 }, { { 2, 0, 0, 0, 1, 1, 0 }, 4 },
-		{ { 1, 0, 0, 0, 0, 0, 1 }, 7 }, { { 2, 1, 0, 0, 0, 0, 1 }, 0 }, { { 2, 0, 0, 1, 0, 0, 1 }, 0 },
-		{ { 2, 0, 0, 0, 0, 1, 1 }, 6 },
+		{ { 0, 0, 0, 0, 0, 0, 0, 0 }, 0 },  { { 3, 3, 0, 0, 0, 0, 0, 0 }, 0 }, { { 3, 1, 0, 2, 0, 0, 0, 0 }, 0 },
+		{ { 3, 0, 0, 3, 0, 0, 0, 0 }, 0 },  { { 3, 2, 1, 0, 0, 0, 0, 0 }, 1 }, { { 3, 0, 3, 0, 0, 0, 0, 0 }, 1 },
+		{ { 3, 1, 0, 1, 1, 0, 0, 0 }, 4 },  { { 3, 1, 1, 0, 1, 0, 0, 0 }, 4 }, { { 1, 0, 0, 0, 1, 0, 0, 0 }, 4 },
+		/* hosts, clean, not clean, dry run, failed, selection gone, no match, busy */
+		{ { 2, 1, 0, 0, 0, 1, 0, 0 }, 6 }, { { 2, 0, 1, 0, 0, 1, 0, 0 }, 1 }, { { 2, 0, 0, 0, 1, 1, 0, 0 }, 4 },
+		{ { 1, 0, 0, 0, 0, 0, 1, 0 }, 7 }, { { 2, 1, 0, 0, 0, 0, 1, 0 }, 0 }, { { 2, 0, 0, 1, 0, 0, 1, 0 }, 0 },
+		{ { 2, 0, 0, 0, 0, 1, 1, 0 }, 6 },
+		/* ..., busy (of not clean: a status that worked and found the GPUs held) */
+		{ { 2, 1, 1, 0, 0, 0, 0, 1 }, 0 }, { { 2, 0, 2, 0, 0, 0, 0, 1 }, 1 },
+		{ { 2, 0, 1, 0, 1, 0, 0, 1 }, 4 },
 	};
 	struct fleet f = { 0 };
 
@@ -791,6 +794,23 @@ static void test_exit_status_rule(void **state)
 	fleet_add(&f, "c", "reclaim", 0, "{\"schema_version\":2}", NULL);
 	assert_int_equal(exit_of(&f), 4);
 	fleet_free(&f);
+
+	/* status: 0 when every host could read its GPUs, whatever holds them
+	 * (as on one host); a host whose driver failed is not clean (1). */
+	{
+		char busy[sizeof(status_busy_fmt) + 64];
+
+		snprintf(busy, sizeof(busy), status_busy_fmt, "gs-holder");
+		fleet_add(&f, "a", "status", 0, status_clean, NULL);
+		fleet_add(&f, "b", "status", 0, busy, NULL);
+		assert_int_equal(f.r[1].verdict, GS_HV_NOT_CLEAN);
+		assert_true(f.r[1].status_busy);
+		assert_int_equal(exit_of(&f), 0);
+		fleet_add(&f, "c", "status", 3, status_driver_failure, status_driver_failure_err);
+		assert_false(f.r[2].status_busy);
+		assert_int_equal(exit_of(&f), 1);
+		fleet_free(&f);
+	}
 }
 
 /* A fleet query: each host's "output", every line prefixed with the host,

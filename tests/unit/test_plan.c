@@ -624,6 +624,144 @@ static void test_filters_report_the_values_that_matched_nothing(void **state)
 	assert_non_null(strstr(err, "--match '('"));
 }
 
+/* Issue 15 item 1: a holder that set SIGTERM to SIG_IGN, and a container's
+ * main process (PID 1 of its namespace) without a handler, waited out the
+ * whole grace period: the kernel drops their SIGTERM. The plan kills them at
+ * once; a handler, or a SIGTERM only blocked, keeps the ladder. */
+static void sigmasks(struct gs_holder *h, pid_t nspid, uint64_t blk, uint64_t ign, uint64_t cgt)
+{
+	h->info.status.has_nspid = true;
+	h->info.status.nspid = nspid;
+	h->info.status.has_sigmasks = true;
+	h->info.status.sig_blk = blk;
+	h->info.status.sig_ign = ign;
+	h->info.status.sig_cgt = cgt;
+}
+
+static void test_sigterm_that_would_be_dropped_gets_sigkill_at_once(void **state)
+{
+	struct world *w = new_world(1);
+	const uint64_t term = 1ULL << (15 - 1);
+	struct gs_holder *ign, *init, *init_handler, *blocked, *plain;
+	const char *cg = "0::/user.slice/user-1000.slice/session-4.scope\n";
+
+	(void)state;
+	ign = holder(w, 100, 1, 100, "autotune", cg);
+	sigmasks(ign, 100, 0, term, 0);
+	init = holder(w, 200, 1, 200, "python3", "0::/docker/3f2a1b9c0d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4\n");
+	sigmasks(init, 1, 0, 0, 0);
+	init_handler = holder(w, 300, 1, 300, "vllm", cg);
+	sigmasks(init_handler, 1, 0, 0, term);
+	blocked = holder(w, 400, 1, 400, "job", cg);
+	sigmasks(blocked, 400, term, term, 0);
+	plain = holder(w, 500, 1, 500, "serve", cg);
+	for (unsigned i = 0; i < w->s.n_holders; i++) {
+		maps(&w->holders[i], 0);
+		nvml(w, &w->holders[i], 0, 1024);
+	}
+	plan(w, NULL);
+
+	assert_int_equal(target(w, 100)->action, GS_ACT_KILL);
+	assert_int_equal(target(w, 100)->term, GS_TERM_IGNORED);
+	assert_int_equal(target(w, 200)->action, GS_ACT_KILL);
+	assert_int_equal(target(w, 200)->term, GS_TERM_NS_INIT);
+	assert_int_equal(target(w, 300)->action, GS_ACT_SIGNAL);
+	assert_int_equal(target(w, 300)->term, GS_TERM_DELIVERED);
+	assert_int_equal(target(w, 400)->action, GS_ACT_SIGNAL);
+	assert_int_equal(target(w, 500)->action, GS_ACT_SIGNAL);
+	assert_int_equal(target(w, 500)->term, GS_TERM_UNKNOWN);
+	assert_string_equal(gs_action_str(GS_ACT_KILL), "kill");
+	(void)plain;
+	free_world(w);
+}
+
+/* Issue 15 item 3: memory no process holds. */
+static void test_memory_held_by_no_process(void **state)
+{
+	struct world *w = new_world(3);
+	struct gs_holder *live, *dead, *creator, *heir;
+	const char *cg = "0::/user.slice/user-1000.slice/session-4.scope\n";
+	uint64_t u;
+
+	(void)state;
+	for (unsigned g = 0; g < 3; g++) {
+		w->gpus[g].mem_basis = GS_MEM_V2;
+		gs_gpuset_add(&w->s.nvml_listed, g);
+	}
+	/* GPU 0: a live holder's 2 GiB and 4 GiB that the driver keeps */
+	live = holder(w, 100, 1, 100, "serve", cg);
+	maps(live, 0);
+	nvml(w, live, 0, 2048);
+	w->gpus[0].mem_used += 4096 * MIB;
+	/* GPU 1: a holder that is gone, still listed (teardown, or for good) */
+	dead = holder(w, 200, 1, 200, "train", cg);
+	dead->alive = false;
+	gs_gpuset_add(&dead->gpus, 1);
+	nvml(w, dead, 1, 3000);
+	/* GPU 2: the fork case: the dead creator's memory, a live heir maps it */
+	creator = holder(w, 300, 1, 300, "torchrun", cg);
+	creator->alive = false;
+	gs_gpuset_add(&creator->gpus, 2);
+	nvml(w, creator, 2, 5000);
+	heir = holder(w, 301, 1, 300, "worker", cg);
+	maps(heir, 2);
+
+	assert_true(gs_snapshot_unowned(&w->s, 0, &u));
+	assert_int_equal(u, 4096 * MIB);
+	assert_true(gs_snapshot_unowned(&w->s, 1, &u));
+	assert_int_equal(u, 3000 * MIB);
+	assert_true(gs_snapshot_unowned(&w->s, 2, &u));
+	assert_int_equal(u, 0);
+	/* Nothing unreadable: nothing to warn about. */
+	assert_false(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+	/* One process unreadable while 4 GiB are held by no visible process:
+	 * it may hold them. */
+	w->s.n_denied = 1;
+	w->s.denied[0] = 1;
+	assert_true(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+
+	/* What cannot be told is not 0: v1 figures with the reservation inside,
+	 * no process list, a live process whose memory NVML does not report. */
+	w->gpus[2].mem_basis = GS_MEM_V1;
+	assert_false(gs_snapshot_unowned(&w->s, 2, &u));
+	w->gpus[2].mem_basis = GS_MEM_V2;
+	w->s.nvml_listed.bits[0] &= ~(1ULL << 1);
+	assert_false(gs_snapshot_unowned(&w->s, 1, &u));
+	w->nvml[0].mem_known = false;
+	assert_false(gs_snapshot_unowned(&w->s, 0, &u));
+	assert_false(gs_snapshot_unowned(&w->s, 3, &u));
+	free_world(w);
+}
+
+/* Everything accounted for: an unreadable process (PID 1 of a container or
+ * sandbox) is no reason to warn. */
+static void test_unreadable_process_matters_only_with_unaccounted_memory(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *live = holder(w, 100, 1, 100, "serve", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	uint64_t u;
+
+	(void)state;
+	w->gpus[0].mem_basis = GS_MEM_V2;
+	gs_gpuset_add(&w->s.nvml_listed, 0);
+	maps(live, 0);
+	nvml(w, live, 0, 2048);
+	w->s.n_denied = 1;
+	w->s.denied[0] = 1;
+	assert_true(gs_snapshot_unowned(&w->s, 0, &u));
+	assert_int_equal(u, 0);
+	assert_false(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+	/* up to the tolerance is no matter either */
+	w->gpus[0].mem_used += 16 * MIB;
+	assert_false(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+	w->gpus[0].mem_used += 1;
+	assert_true(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+	/* no memory figures: any of them may be a holder */
+	w->gpus[0].mem_known = false;
+	assert_true(gs_snapshot_denied_matters(&w->s, 16 * MIB));
+	free_world(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +781,9 @@ int main(void)
 		cmocka_unit_test(test_reclaim_g1_leaves_the_holders_of_gpu0_alone),
 		cmocka_unit_test(test_gpuslate_its_ancestors_and_pid1_are_never_targets),
 		cmocka_unit_test(test_reclaim_u_resolves_names_through_the_resolver_given),
+		cmocka_unit_test(test_sigterm_that_would_be_dropped_gets_sigkill_at_once),
+		cmocka_unit_test(test_memory_held_by_no_process),
+		cmocka_unit_test(test_unreadable_process_matters_only_with_unaccounted_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -199,6 +199,101 @@ static void test_status(void **state)
 	assert_int_equal(s.uid, 5);
 }
 
+static void test_status_sigmasks(void **state)
+{
+	struct gs_pidstatus s;
+
+	(void)state;
+	/* a python job that set SIGTERM to SIG_IGN (bit 14 of SigIgn) */
+	assert_int_equal(gs_parse_pidstatus("Name:\tpython3\nUid:\t0\t0\t0\t0\nNSpid:\t4242\n"
+					    "SigQ:\t0/96362\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"
+					    "SigBlk:\t0000000000000000\nSigIgn:\t0000000001004006\n"
+					    "SigCgt:\t0000000180000002\n", &s), 0);
+	assert_true(s.has_sigmasks);
+	assert_int_equal(s.sig_ign, 0x1004006ULL);
+	assert_int_equal(s.sig_cgt, 0x180000002ULL);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_IGNORED);
+	assert_string_equal(gs_term_fate_str(GS_TERM_IGNORED), "ignored");
+
+	/* PID 1 of a container without a SIGTERM handler (docker run python ...) */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\t0\t0\t0\nNSpid:\t812345\t1\n"
+					    "SigBlk:\t0000000000000000\nSigIgn:\t0000000001001000\n"
+					    "SigCgt:\t0000000100000002\n", &s), 0);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_NS_INIT);
+	assert_string_equal(gs_term_fate_str(GS_TERM_NS_INIT), "namespace-init");
+
+	/* the same with a handler: delivered, it keeps its grace */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\t0\t0\t0\nNSpid:\t812345\t1\n"
+					    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+					    "SigCgt:\t0000000000004000\n", &s), 0);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_DELIVERED);
+	assert_null(gs_term_fate_str(GS_TERM_DELIVERED));
+
+	/* blocked: queued whatever the disposition, delivered when unblocked */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\t0\t0\t0\nNSpid:\t9\t1\n"
+					    "SigBlk:\t0000000000004000\nSigIgn:\t0000000000004000\n"
+					    "SigCgt:\t0000000000000000\n", &s), 0);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_DELIVERED);
+
+	/* a host process without a handler: the default action ends it */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\t0\t0\t0\nNSpid:\t9\n"
+					    "SigBlk:\t0\nSigIgn:\t0\nSigCgt:\t0\n", &s), 0);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_DELIVERED);
+
+	/* _NSIG 128 (MIPS): 32 digits, the low 64 bits are the last 16 */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\nSigBlk:\t00000000000000000000000000000000\n"
+					    "SigIgn:\tffffffffffffffff0000000000004000\n"
+					    "SigCgt:\t00000000000000000000000000000000\n", &s), 0);
+	assert_int_equal(s.sig_ign, 0x4000ULL);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_IGNORED);
+
+	/* missing or malformed masks: unknown, never a reason to skip grace */
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\nNSpid:\t1\n", &s), 0);
+	assert_false(s.has_sigmasks);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_UNKNOWN);
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\nSigBlk:\t0\nSigIgn:\t00004000x\nSigCgt:\t0\n", &s), 0);
+	assert_false(s.has_sigmasks);
+	assert_int_equal(s.sig_ign, 0);
+	assert_int_equal(gs_pidstatus_term_fate(&s), GS_TERM_UNKNOWN);
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\nSigBlk:\t0\nSigIgn:\t\nSigCgt:\t0\n", &s), 0);
+	assert_false(s.has_sigmasks);
+	assert_int_equal(gs_parse_pidstatus("Uid:\t0\nSigBlk:\t0\n"
+					    "SigIgn:\t000000000000000000000000000000004000\nSigCgt:\t0\n", &s), 0);
+	assert_false(s.has_sigmasks);
+}
+
+/* The live reading: this process with SIGTERM ignored, then caught. */
+static void on_term_noop(int sig)
+{
+	(void)sig;
+}
+
+static void test_term_fate_read_self(void **state)
+{
+	int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct sigaction sa = { 0 }, old;
+	struct gs_pidstat st;
+	enum gs_term_fate f;
+
+	(void)state;
+	assert_true(proc_fd >= 0);
+	assert_int_equal(gs_pidstat_read(proc_fd, getpid(), &st), 0);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	assert_int_equal(sigaction(SIGTERM, &sa, &old), 0);
+	assert_int_equal(gs_term_fate_read(proc_fd, getpid(), st.starttime, &f), 0);
+	assert_int_equal(f, GS_TERM_IGNORED);
+	sa.sa_handler = on_term_noop;
+	assert_int_equal(sigaction(SIGTERM, &sa, NULL), 0);
+	assert_int_equal(gs_term_fate_read(proc_fd, getpid(), st.starttime, &f), 0);
+	assert_int_equal(f, GS_TERM_DELIVERED);
+	/* another start time: another process, no answer */
+	assert_int_equal(gs_term_fate_read(proc_fd, getpid(), st.starttime + 1, &f), -ESRCH);
+	assert_int_equal(f, GS_TERM_UNKNOWN);
+	assert_int_equal(sigaction(SIGTERM, &old, NULL), 0);
+	close(proc_fd);
+}
+
 static void test_status_invalid(void **state)
 {
 	struct gs_pidstatus s;
@@ -401,6 +496,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stat_invalid),
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_status_invalid),
+		cmocka_unit_test(test_status_sigmasks),
+		cmocka_unit_test(test_term_fate_read_self),
 		cmocka_unit_test(test_read_self),
 		cmocka_unit_test(test_read_child),
 		cmocka_unit_test(test_read_kthread),

@@ -1,17 +1,17 @@
-/* The stop stage's ladder on real processes: children of this test, each
- * behaving as one kind of GPU job, a plan written out by hand (pid and the
- * start time read from /proc, as discovery records them), real signals.
- * Named after the e2e scenarios whose ordering they pin down. */
+/* The stop stage decides between SIGTERM with its grace period and SIGKILL
+ * at once on the target's signal dispositions read right before signalling,
+ * not on the plan's reading: real children change their dispositions after
+ * the "plan" and the ladder follows what they are now. Children are
+ * synchronised with pipes, never with sleeps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <cmocka.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,167 +21,182 @@
 #include "proc/procinfo.h"
 #include "util/util.h"
 
-enum child_kind {
-	CHILD_PLAIN,        /* default SIGTERM: ends at once */
-	CHILD_IGNORES_TERM, /* SIG_IGN on SIGTERM: only SIGKILL ends it */
-	CHILD_STOPPED,      /* SIGSTOPped: must be continued to see SIGTERM */
-};
+static int proc_fd = -1;
 
-/* Start a child of kind k; returns once it is set up (its signal
- * disposition in place, or it is stopped). */
-static pid_t child(enum child_kind k)
+enum child_term { CHILD_SIG_IGN, CHILD_HANDLER_EXIT, CHILD_BLOCKED_IGN };
+
+static void exit_on_term(int sig)
 {
-	int p[2];
-	char c = 0;
-	pid_t pid;
+	(void)sig;
+	_exit(0);
+}
 
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+/* A child with the given SIGTERM disposition, set up before it says ready. */
+static pid_t spawn(enum child_term how)
+{
+	int ready[2];
+	pid_t pid;
+	char b;
+
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (k == CHILD_IGNORES_TERM)
-			signal(SIGTERM, SIG_IGN);
-		else
-			signal(SIGTERM, SIG_DFL);
-		if (write(p[1], "r", 1) != 1)
-			_exit(1);
+		struct sigaction sa = { 0 };
+		sigset_t set;
+
+		sigemptyset(&sa.sa_mask);
+		sa.sa_handler = how == CHILD_HANDLER_EXIT ? exit_on_term : SIG_IGN;
+		if (sigaction(SIGTERM, &sa, NULL) < 0)
+			_exit(5);
+		sigemptyset(&set);
+		if (how == CHILD_BLOCKED_IGN)
+			sigaddset(&set, SIGTERM);
+		if (sigprocmask(SIG_SETMASK, &set, NULL) < 0)
+			_exit(6);
+		close(ready[0]);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(7);
 		for (;;)
 			pause();
 	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &c, 1), 1);
-	close(p[0]);
-	if (k == CHILD_STOPPED) {
-		int st;
-
-		assert_int_equal(kill(pid, SIGSTOP), 0);
-		assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
-		assert_true(WIFSTOPPED(st));
-	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
 	return pid;
 }
 
-/* A plan of signal targets, as gs_plan_build makes them. */
-static void plan_of(struct gs_plan *p, int proc_fd, const pid_t *pids, size_t n)
+/* A plan of one target as discovery would have made it: term is what the
+ * plan read (possibly stale). */
+static void one_target(struct gs_plan *p, struct gs_target *t, pid_t pid, enum gs_action action,
+		       enum gs_term_fate term)
 {
-	memset(p, 0, sizeof(*p));
-	p->targets = calloc(n, sizeof(*p->targets));
-	assert_non_null(p->targets);
-	for (size_t i = 0; i < n; i++) {
-		struct gs_pidstat st;
+	struct gs_pidstat st;
 
-		assert_int_equal(gs_pidstat_read(proc_fd, pids[i], &st), 0);
-		p->targets[i] = (struct gs_target){ .pid = pids[i], .starttime = st.starttime, .holder = -1,
-						    .action = GS_ACT_SIGNAL, .why = GS_WHY_HOLDER, .unit = -1 };
-		gs_strlcpy(p->targets[i].comm, st.comm, sizeof(p->targets[i].comm));
-	}
-	p->n_targets = n;
+	assert_int_equal(gs_pidstat_read(proc_fd, pid, &st), 0);
+	memset(p, 0, sizeof(*p));
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->starttime = st.starttime;
+	t->holder = -1;
+	t->unit = -1;
+	t->action = action;
+	t->term = term;
+	gs_strlcpy(t->comm, st.comm, sizeof(t->comm));
+	p->targets = t;
+	p->n_targets = 1;
 }
 
-static void reap(pid_t pid)
+static void run_stop(const struct gs_plan *p, uint64_t grace_ms, struct gs_stop_result *r, uint64_t *ret_ms)
 {
+	struct gs_stop_opts o = { .grace_ms = grace_ms, .kill_wait_ms = 5000 };
+	uint64_t t0 = gs_now_ms();
+
+	assert_int_equal(gs_stop_run(p, proc_fd, &o, r), 0);
+	*ret_ms = gs_now_ms() - t0;
+	assert_int_equal(r->n_procs, 1);
+}
+
+static int reap(pid_t pid)
+{
+	int st = 0;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* The plan saw a handler; by the stop the process ignores SIGTERM: SIGKILL at
+ * once, no SIGTERM, no grace (30 s would fail the test's bound). */
+static void test_ignored_now_killed_at_once(void **state)
+{
+	pid_t pid = spawn(CHILD_SIG_IGN);
+	struct gs_target t;
+	struct gs_plan p;
+	struct gs_stop_result r;
+	uint64_t ms;
 	int st;
 
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	(void)state;
+	one_target(&p, &t, pid, GS_ACT_SIGNAL, GS_TERM_DELIVERED);
+	run_stop(&p, 30000, &r, &ms);
+	assert_true(r.procs[0].kill_at_once);
+	assert_int_equal(r.procs[0].term, GS_TERM_IGNORED);
+	assert_int_equal(r.procs[0].sent, GS_SENT_KILL);
+	assert_int_equal(r.procs[0].outcome, GS_OUT_KILLED);
+	assert_true(ms < 10000);
+	st = reap(pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	gs_stop_result_free(&r);
 }
 
-/* e2e "reclaim: a holder that ignores SIGTERM is killed after --grace": the
- * polite one ends on SIGTERM, the stubborn one gets SIGKILL only once the
- * grace period is over, and a stopped one is continued before SIGTERM so
- * that it ends by it. */
-static void test_sigterm_first_sigkill_only_after_the_grace_period(void **state)
+/* The plan saw SIGTERM ignored; by the stop the process has a handler: it
+ * gets SIGTERM (and exits on it), never SIGKILL. */
+static void test_handler_now_gets_term(void **state)
 {
-	pid_t pids[3];
+	pid_t pid = spawn(CHILD_HANDLER_EXIT);
+	struct gs_target t;
 	struct gs_plan p;
 	struct gs_stop_result r;
-	struct gs_stop_opts o = { .grace_ms = 400, .kill_wait_ms = 5000 };
-	int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t ms;
+	int st;
 
 	(void)state;
-	assert_true(proc_fd >= 0);
-	pids[0] = child(CHILD_PLAIN);
-	pids[1] = child(CHILD_IGNORES_TERM);
-	pids[2] = child(CHILD_STOPPED);
-	plan_of(&p, proc_fd, pids, 3);
-	assert_int_equal(gs_stop_run(&p, proc_fd, &o, &r), 0);
-
+	one_target(&p, &t, pid, GS_ACT_KILL, GS_TERM_IGNORED);
+	run_stop(&p, 30000, &r, &ms);
+	assert_false(r.procs[0].kill_at_once);
+	assert_int_equal(r.procs[0].term, GS_TERM_DELIVERED);
+	assert_int_equal(r.procs[0].sent, GS_SENT_TERM | GS_SENT_CONT);
 	assert_int_equal(r.procs[0].outcome, GS_OUT_EXITED_TERM);
-	assert_int_equal(r.procs[0].sent, GS_SENT_CONT | GS_SENT_TERM);
-	assert_int_equal(r.procs[2].outcome, GS_OUT_EXITED_TERM);
-	assert_int_equal(r.procs[2].sent, GS_SENT_CONT | GS_SENT_TERM);
-	assert_int_equal(r.procs[1].outcome, GS_OUT_KILLED);
-	assert_int_equal(r.procs[1].sent, GS_SENT_CONT | GS_SENT_TERM | GS_SENT_KILL);
-	/* Not before the grace period (the clock only runs forward; no upper
-	 * bound that a loaded machine could break). */
-	assert_true(r.procs[1].exited_ms >= o.grace_ms);
-	assert_true(r.procs[0].exited_ms < r.procs[1].exited_ms);
-	for (size_t i = 0; i < 3; i++)
-		reap(pids[i]);
+	st = reap(pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	gs_stop_result_free(&r);
-	gs_plan_free(&p);
-	close(proc_fd);
 }
 
-/* e2e "reclaim: a PID reused between discovery and signal is never
- * signalled": a target whose recorded start time is not the process's
- * gets nothing, and the process lives on. */
-static void test_a_reused_pid_is_never_signalled(void **state)
+/* Blocked (and ignored): SIGTERM is still sent and the grace period given,
+ * since the process may change its handler before it unblocks. */
+static void test_blocked_keeps_grace(void **state)
 {
-	pid_t pid = child(CHILD_PLAIN);
+	pid_t pid = spawn(CHILD_BLOCKED_IGN);
+	struct gs_target t;
 	struct gs_plan p;
 	struct gs_stop_result r;
-	struct gs_stop_opts o = { .grace_ms = 100, .kill_wait_ms = 1000 };
-	int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t ms;
+	int st;
 
 	(void)state;
-	assert_true(proc_fd >= 0);
-	plan_of(&p, proc_fd, &pid, 1);
-	p.targets[0].starttime += 1; /* the process discovery saw is gone; this is another */
-	assert_int_equal(gs_stop_run(&p, proc_fd, &o, &r), 0);
-	assert_int_equal(r.procs[0].outcome, GS_OUT_PID_REUSED);
-	assert_int_equal(r.procs[0].sent, 0);
-	assert_int_equal(kill(pid, 0), 0); /* still alive */
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	reap(pid);
+	one_target(&p, &t, pid, GS_ACT_SIGNAL, GS_TERM_DELIVERED);
+	run_stop(&p, 300, &r, &ms);
+	assert_false(r.procs[0].kill_at_once);
+	assert_int_equal(r.procs[0].sent, GS_SENT_TERM | GS_SENT_CONT | GS_SENT_KILL);
+	assert_int_equal(r.procs[0].outcome, GS_OUT_KILLED);
+	assert_true(ms >= 300);
+	assert_true(r.procs[0].exited_ms >= 300);
+	st = reap(pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	gs_stop_result_free(&r);
-	gs_plan_free(&p);
-	close(proc_fd);
 }
 
-/* e2e "reclaim: Ctrl-C during the grace period stops escalating: no
- * SIGKILL": interrupted before the ladder, nothing past SIGTERM is sent. */
-static void test_interrupted_stop_sends_no_sigkill(void **state)
+static int setup(void **state)
 {
-	static volatile sig_atomic_t interrupted = 1;
-	pid_t pid = child(CHILD_IGNORES_TERM);
-	struct gs_plan p;
-	struct gs_stop_result r;
-	struct gs_stop_opts o = { .grace_ms = 100, .kill_wait_ms = 1000, .interrupted = &interrupted };
-	int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
 	(void)state;
-	assert_true(proc_fd >= 0);
-	plan_of(&p, proc_fd, &pid, 1);
-	assert_int_equal(gs_stop_run(&p, proc_fd, &o, &r), 0);
-	assert_false(r.procs[0].sent & GS_SENT_KILL);
-	assert_int_equal(r.procs[0].outcome, GS_OUT_INTERRUPTED);
-	assert_true(r.interrupted);
-	assert_int_equal(kill(pid, 0), 0);
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	reap(pid);
-	gs_stop_result_free(&r);
-	gs_plan_free(&p);
+	proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return proc_fd < 0 ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
 	close(proc_fd);
+	return 0;
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sigterm_first_sigkill_only_after_the_grace_period),
-		cmocka_unit_test(test_a_reused_pid_is_never_signalled),
-		cmocka_unit_test(test_interrupted_stop_sends_no_sigkill),
+		cmocka_unit_test(test_ignored_now_killed_at_once),
+		cmocka_unit_test(test_handler_now_gets_term),
+		cmocka_unit_test(test_blocked_keeps_grace),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
