@@ -4,7 +4,7 @@
 # with or without the bash-completion package (it uses _known_hosts_real
 # for -w when that is available).
 
-# Options that take an argument (as in src/cli/main.c's long_opts table).
+# Options that take an argument (as in the option table, src/core/options.c).
 _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 	--grace --timeout --tolerance --reason --query-gpu --query-compute-apps
 	--format -w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd

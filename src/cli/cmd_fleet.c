@@ -5,7 +5,7 @@
 #include "fleet/inventory.h"
 #include "fleet/merge.h"
 #include "fleet/remote.h"
-#include "fleet/runner.h"
+#include "util/runner.h"
 #include "out/status_out.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -32,7 +32,7 @@ static void on_interrupt(int sig)
 }
 
 /* The inventory: --hosts-file must exist; the default files may not. */
-static int load_inventory(const struct gs_cli *cli, struct gs_inventory *inv, bool *have)
+static int load_inventory(const struct gs_request *cli, struct gs_inventory *inv, bool *have)
 {
 	char err[512], path[4096];
 	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
@@ -88,7 +88,7 @@ static int read_stdin_hosts(char **ret)
 	return 0;
 }
 
-static int build_hostlist(const struct gs_cli *cli, const struct gs_inventory *inv, struct gs_hostlist *hosts)
+static int build_hostlist(const struct gs_request *cli, const struct gs_inventory *inv, struct gs_hostlist *hosts)
 {
 	struct gs_hostlist ex = GS_HOSTLIST_INIT;
 	char err[512];
@@ -143,7 +143,7 @@ static int build_hostlist(const struct gs_cli *cli, const struct gs_inventory *i
 
 /* Acting on many hosts wants the same consent as acting on one: a
  * terminal to say yes on, or -y. Asked before any host is contacted. */
-static int confirm_reclaim(const struct gs_cli *cli, const struct gs_hostlist *hosts)
+static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlist *hosts)
 {
 	char *folded = NULL, line[16];
 	bool yes;
@@ -155,8 +155,10 @@ static int confirm_reclaim(const struct gs_cli *cli, const struct gs_hostlist *h
 		       hosts->n == 1 ? "" : "s");
 		return GS_EXIT_REFUSED;
 	}
-	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0)
-		return GS_EXIT_DRIVER;
+	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0) {
+		gs_err("out of memory");
+		return GS_EXIT_OUT_OF_MEMORY;
+	}
 	fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
 		hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
 		cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
@@ -240,7 +242,7 @@ static void on_tick(void *ud)
 	}
 }
 
-int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
+int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 {
 	struct gs_inventory inv = { 0 };
 	struct gs_hostlist hosts = GS_HOSTLIST_INIT;
@@ -275,7 +277,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 	r = gs_remote_ctx_init(&ctx, cli, have_inv ? &inv : NULL, err, sizeof(err));
 	if (r < 0) {
 		gs_err("%s", err);
-		rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+		rc = gs_exit_of_error(r, GS_EXIT_USAGE);
 		goto out;
 	}
 	argvs = calloc(hosts.n, sizeof(*argvs));
@@ -283,14 +285,14 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 	outs = calloc(hosts.n, sizeof(*outs));
 	if (!argvs || !results || !outs) {
 		gs_err("out of memory");
-		rc = GS_EXIT_DRIVER;
+		rc = GS_EXIT_OUT_OF_MEMORY;
 		goto out;
 	}
 	for (size_t i = 0; i < hosts.n; i++) {
 		r = gs_remote_argv(&ctx, hosts.hosts[i], &argvs[i], err, sizeof(err));
 		if (r < 0) {
 			gs_err("%s", err);
-			rc = r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+			rc = gs_exit_of_error(r, GS_EXIT_USAGE);
 			goto out;
 		}
 	}
@@ -347,7 +349,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 		sigaction(SIGPIPE, &old_pipe, NULL);
 		if (r < 0 || fr.err < 0) {
 			gs_err("running the fleet failed: %s", strerror(-(r < 0 ? r : fr.err)));
-			rc = GS_EXIT_DRIVER;
+			rc = gs_exit_of_error(r < 0 ? r : fr.err, GS_EXIT_DRIVER);
 			goto out;
 		}
 	}
@@ -358,13 +360,13 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 		r = print_prefixed(results, hosts.n);
 		if (r < 0) {
 			gs_err("out of memory");
-			rc = GS_EXIT_DRIVER;
+			rc = GS_EXIT_OUT_OF_MEMORY;
 			goto out;
 		}
 		for (size_t i = 0; i < hosts.n; i++) {
 			if (results[i].verdict == GS_HV_FAILED)
 				gs_err("%s: %s", results[i].host, results[i].error ? results[i].error : "failed");
-			else if (results[i].exit_code != 0 && results[i].line)
+			else if (results[i].exit_code != GS_EXIT_CLEAN && results[i].line)
 				gs_err("%s: %s", results[i].host, results[i].line);
 		}
 	} else if (cli->json) {
@@ -380,7 +382,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 			r = print_prefixed(results, hosts.n);
 			if (r < 0) {
 				gs_err("out of memory");
-				rc = GS_EXIT_DRIVER;
+				rc = GS_EXIT_OUT_OF_MEMORY;
 				goto out;
 			}
 			if (r > 0)
@@ -389,7 +391,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 		r = gs_fleet_render_text(results, hosts.n, fleet_interrupted, &text);
 		if (r < 0) {
 			gs_err("out of memory");
-			rc = GS_EXIT_DRIVER;
+			rc = GS_EXIT_OUT_OF_MEMORY;
 			goto out;
 		}
 		fputs(text, stdout);
@@ -403,7 +405,7 @@ int gs_cmd_fleet(const struct gs_cli *cli, int argc, char **argv)
 	}
 out:
 	for (size_t i = 0; argvs && i < hosts.n; i++)
-		gs_inventory_strv_free(argvs[i]);
+		gs_strv_free(argvs[i]);
 	for (size_t i = 0; results && i < hosts.n; i++)
 		gs_host_result_free(&results[i]);
 	for (size_t i = 0; outs && i < hosts.n; i++)

@@ -1,7 +1,10 @@
 /* gpuslate status: show every GPU and everything that holds it. */
+#include "core/json_keys.h"
 #include "cli/cli.h"
 #include "core/gpusel.h"
+#include "core/reclaim.h"
 #include "core/snapshot.h"
+#include "core/status.h"
 #include "out/status_out.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -14,7 +17,7 @@
 
 /* Tell the user what the snapshot could not see, on stderr, once. */
 
-void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *s)
+void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapshot *s)
 {
 	if (s->gpu_warning[0] && !cli->no_nvml) {
 		if (!strcmp(s->gpu_source, "nvml"))
@@ -66,16 +69,9 @@ void gs_cli_note_visibility(const struct gs_cli *cli, const struct gs_snapshot *
 	}
 }
 
-void gs_cli_no_driver(const struct gs_cli *cli, const struct gs_snapshot *s)
-{
-	/* One line: the reason NVML gave and where else gpuslate looked. */
-	gs_err("no NVIDIA GPU driver: %s; no GPU under %s", s->gpu_warning[0] ? s->gpu_warning : "NVML unusable",
-	       cli->nvidia_procfs ? cli->nvidia_procfs : "/proc/driver/nvidia");
-}
-
 /* The text forms of status (table, CSV, nvidia-smi queries, Prometheus) to
  * f: stdout, or a buffer that a fleet controller gets in the JSON. */
-static int print_status_text(FILE *f, const struct gs_cli *cli, const struct gs_snapshot *s,
+static int print_status_text(FILE *f, const struct gs_request *cli, const struct gs_snapshot *s,
 			     const struct gs_gpuset *sel, char *err, size_t errlen)
 {
 	if (cli->csv) {
@@ -101,12 +97,12 @@ static int print_status_text(FILE *f, const struct gs_cli *cli, const struct gs_
 
 /* --remote with a text form asked for (a fleet's --query-gpu, --csv,
  * --format prometheus or -v): the document carries the text as "output". */
-static bool remote_wants_text(const struct gs_cli *cli)
+static bool remote_wants_text(const struct gs_request *cli)
 {
 	return cli->remote && (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus || cli->verbose);
 }
 
-int gs_cmd_status(const struct gs_cli *cli)
+int gs_cmd_status(const struct gs_request *cli)
 {
 	struct gs_discover d;
 	struct gs_snapshot s;
@@ -115,20 +111,23 @@ int gs_cmd_status(const struct gs_cli *cli)
 	int r, rc = GS_EXIT_CLEAN;
 	bool no_driver;
 
-	r = gs_cli_discover_open(cli, &d);
-	if (r)
-		return r;
+	r = gs_request_discover_open(cli, &d, err, sizeof(err));
+	if (r < 0) {
+		gs_err("%s", err);
+		return r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : gs_exit_of_error(r, GS_EXIT_DRIVER);
+	}
 	/* A GPU query (the nvidia-smi compatible one) needs no holder scan. */
 	d.gpus_only = cli->query_gpu != NULL && !cli->remote; /* a fleet judges the holders too */
-	r = gs_discover_snapshot(&d, &s);
+	r = gs_snapshot_take(&d, &s);
 	if (r < 0 && r != -ENODEV) {
 		gs_err("cannot read GPU state: %s", gs_discover_error(&d)[0] ? gs_discover_error(&d) : strerror(-r));
 		gs_discover_close(&d);
-		return GS_EXIT_DRIVER;
+		return gs_exit_of_error(r, GS_EXIT_DRIVER);
 	}
 	no_driver = r == -ENODEV;
 	if (no_driver) {
-		gs_cli_no_driver(cli, &s);
+		gs_request_no_driver(cli, &s, err, sizeof(err));
+		gs_err("%s", err);
 		rc = GS_EXIT_DRIVER;
 	} else {
 		gs_cli_note_visibility(cli, &s);
@@ -141,7 +140,9 @@ int gs_cmd_status(const struct gs_cli *cli)
 	}
 
 	if (cli->json) {
-		json_t *j = gs_json_status(&s, &sel, !cli->gpus);
+		json_t *j = gs_json_status(&s, &sel, !cli->gpus,
+					   no_driver ? GS_VERDICT_DRIVER_FAILURE
+						     : gs_status_verdict(&s, &sel, !cli->gpus, cli->tolerance_mib));
 
 		if (no_driver)
 			gs_cli_json_failure(j, rc);
@@ -155,14 +156,14 @@ int gs_cmd_status(const struct gs_cli *cli)
 			if (mf && fclose(mf) != 0 && r == 0)
 				r = -ENOMEM;
 			if (r == 0)
-				json_object_set_new(j, "output", gs_json_textn(text, len, GS_ESC_LINES));
+				json_object_set_new(j, GS_JK_OUTPUT, gs_json_textn(text, len, GS_ESC_LINES));
 			free(text);
 			if (r < 0) {
 				gs_err("%s", r == -ENOMEM ? "out of memory" : err);
 				json_decref(j);
 				gs_snapshot_free(&s);
 				gs_discover_close(&d);
-				return r == -ENOMEM ? GS_EXIT_DRIVER : GS_EXIT_USAGE;
+				return gs_exit_of_error(r, GS_EXIT_USAGE);
 			}
 		}
 		gs_cli_print_json(j);

@@ -1,47 +1,363 @@
-/* The command line's long options: one table, shared by the parser in
- * main.c and by the tests that check what the fleet sends to remote hosts. */
+/* The command line: getopt_long's tables, the parsing, the checks that
+ * span options and --help, all made from the option table (core/options.c). */
 #include "cli/cli.h"
+#include "core/gpusel.h"
+#include "core/options.h"
+#include "core/snapshot.h"
+#include "util/util.h"
 
+#include <errno.h>
 #include <getopt.h>
-#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-const struct option gs_cli_long_opts[] = {
-	{ "gpus", required_argument, NULL, 'g' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "unit", required_argument, NULL, OPT_UNIT },
-	{ "container", required_argument, NULL, OPT_CONTAINER },
-	{ "match", required_argument, NULL, OPT_MATCH },
-	{ "include-clients", no_argument, NULL, OPT_INCLUDE_CLIENTS },
-	{ "include", required_argument, NULL, OPT_INCLUDE },
-	{ "yes", no_argument, NULL, 'y' },
-	{ "dry-run", no_argument, NULL, 'n' },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "tolerance", required_argument, NULL, OPT_TOLERANCE },
-	{ "no-units", no_argument, NULL, OPT_NO_UNITS },
-	{ "reason", required_argument, NULL, OPT_REASON },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "csv", no_argument, NULL, OPT_CSV },
-	{ "query-gpu", required_argument, NULL, OPT_QUERY_GPU },
-	{ "query-compute-apps", required_argument, NULL, OPT_QUERY_APPS },
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "hosts", required_argument, NULL, 'w' },
-	{ "exclude", required_argument, NULL, 'x' },
-	{ "fanout", required_argument, NULL, 'f' },
-	{ "hosts-file", required_argument, NULL, OPT_HOSTS_FILE },
-	{ "ssh", required_argument, NULL, OPT_SSH },
-	{ "remote-cmd", required_argument, NULL, OPT_REMOTE_CMD },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "command-timeout", required_argument, NULL, OPT_COMMAND_TIMEOUT },
-	{ "nvml-lib", required_argument, NULL, OPT_NVML_LIB },
-	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
-	{ "proc-root", required_argument, NULL, OPT_PROC_ROOT },
-	{ "no-nvml", no_argument, NULL, OPT_NO_NVML },
-	{ "nvml-timeout", required_argument, NULL, OPT_NVML_TIMEOUT },
-	{ "remote", no_argument, NULL, OPT_REMOTE },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
+#define N_OPTIONS 64
+
+static struct option long_opts[N_OPTIONS + 1];
+/* ':' first (report a missing argument as ':'), then each short letter and
+ * a ':' after those that take an argument. */
+static char short_opts[2 * N_OPTIONS + 2];
+
+void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short)
+{
+	if (!long_opts[0].name) {
+		size_t n = 0, k = 0;
+
+		short_opts[k++] = ':';
+		for (const struct gs_option *o = gs_options; o->name && n < N_OPTIONS; o++, n++) {
+			long_opts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->key };
+			if (o->key < 0x80) {
+				short_opts[k++] = (char)o->key;
+				if (o->arg)
+					short_opts[k++] = ':';
+			}
+		}
+	}
+	*ret_long = long_opts;
+	*ret_short = short_opts;
+}
+
+static const char usage_head[] =
+	"Usage:\n"
+	" gpuslate [options] status  [-g GPUS] [--json | --csv | --format prometheus]\n"
+	" gpuslate [options] status  --query-gpu=FIELDS --format=csv[,noheader][,nounits]\n"
+	" gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n"
+	" gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n"
+	"\n"
+	"Find every process holding a GPU, stop each one the right way, wait until\n"
+	"the memory is released and verify it. TIME is seconds (10, 0.5) or a\n"
+	"duration with units: 90s, 2m, 500ms, 1m30s.\n";
+
+static const char usage_tail[] =
+	"\n"
+	"Exit status: 0 clean, 1 not clean, 2 usage error, 3 GPU driver failure,\n"
+	"4 some hosts failed, 5 refused, 6 selection gone but processes left alone\n"
+	"hold memory, 7 a filter matched no process. See gpuslate(1).\n";
+
+void gs_cli_usage(FILE *f)
+{
+	fputs(usage_head, f);
+	for (const struct gs_option *o = gs_options; o->name; o++) {
+		char left[64];
+		int n;
+
+		if (o->section)
+			fprintf(f, "\n%s%s", o->section, o->section[0] ? ":\n" : "");
+		if (!o->help)
+			continue;
+		if (o->key < 0x80)
+			n = snprintf(left, sizeof(left), " -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
+				     o->arg ? o->arg : "");
+		else
+			n = snprintf(left, sizeof(left), "     --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		if (!o->help[0]) {
+			fprintf(f, "%s\n", left);
+			continue;
+		}
+		/* A help text of several lines: the next ones under the first. */
+		for (const char *h = o->help, *nl; h; h = nl ? nl + 1 : NULL) {
+			nl = strchr(h, '\n');
+			fprintf(f, "%-*s%.*s\n", h == o->help ? (n <= 24 ? 26 : n + 2) : 26, h == o->help ? left : "",
+				nl ? (int)(nl - h) : (int)strlen(h), h);
+		}
+	}
+	fputs(usage_tail, f);
+}
+
+static int add_multi(const char **arr, size_t *n, const char *v, const char *what)
+{
+	if (*n >= GS_MAX_MULTI) {
+		gs_err("too many %s options (at most %d)", what, GS_MAX_MULTI);
+		return -E2BIG;
+	}
+	arr[(*n)++] = v;
+	return 0;
+}
+
+static int parse_ms(const char *opt, const char *v, uint64_t *ret)
+{
+	int r = gs_parse_duration(v, ret);
+
+	if (r < 0) {
+		gs_err("invalid %s '%s': %s", opt, v,
+		       r == -ERANGE ? "longer than 7 days" : "expected a duration, e.g. 10, 0.5, 90s, 2m or 500ms");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Repeated -g: the lists add up, as repeated -u do ("-g 0 -g 2" is "0,2"). */
+static int add_gpus(const char **gpus, const char *v)
+{
+	static char joined[4096];
+	size_t have = *gpus ? strlen(*gpus) : 0;
+
+	if (!*gpus) {
+		*gpus = v;
+		return 0;
+	}
+	if (have + 1 + strlen(v) + 1 > sizeof(joined)) {
+		gs_err("-g: GPU list too long");
+		return -E2BIG;
+	}
+	if (*gpus != joined)
+		memcpy(joined, *gpus, have + 1);
+	joined[have] = ',';
+	memcpy(joined + have + 1, v, strlen(v) + 1);
+	*gpus = joined;
+	return 0;
+}
+
+/* Store one option's value where the table says. */
+static int set_option(const struct gs_option *o, const char *arg, struct gs_request *req)
+{
+	char *base = (char *)req;
+	char what[40];
+
+	if (o->key < 0x80 && (o->key == 'w' || o->key == 'x'))
+		snprintf(what, sizeof(what), "-%c", o->key);
+	else
+		snprintf(what, sizeof(what), "--%s", o->name);
+	switch (o->type) {
+	case GS_OT_FLAG:
+		*(bool *)(base + o->off) = true;
+		return 0;
+	case GS_OT_STRING:
+		*(const char **)(base + o->off) = arg;
+		return 0;
+	case GS_OT_LIST:
+		return add_multi((const char **)(base + o->off), (size_t *)(base + o->count_off), arg, what);
+	case GS_OT_GPUS:
+		return add_gpus((const char **)(base + o->off), arg);
+	case GS_OT_MS:
+		return parse_ms(what, arg, (uint64_t *)(base + o->off));
+	case GS_OT_MS_SHORT: {
+		uint64_t ms;
+		int r = parse_ms(what, arg, &ms);
+
+		*(unsigned *)(base + o->off) = ms > 600000 ? 600000 : (unsigned)ms;
+		return r;
+	}
+	case GS_OT_MIB: {
+		uint64_t *v = (uint64_t *)(base + o->off);
+
+		if (gs_parse_u64(arg, v) < 0 || *v > (1u << 24)) {
+			gs_err("invalid %s '%s': expected MiB, e.g. 16", what, arg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	case GS_OT_FANOUT: {
+		uint32_t u32 = 0;
+
+		if (gs_parse_u32(arg, &u32) < 0 || u32 == 0 || u32 > 4096) {
+			gs_err("invalid fanout '%s': expected 1 to 4096", arg);
+			return -EINVAL;
+		}
+		*(unsigned *)(base + o->off) = u32;
+		return 0;
+	}
+	case GS_OT_FORMAT:
+		*(const char **)(base + o->off) = arg;
+		if (!strcmp(arg, "prometheus"))
+			req->prometheus = true;
+		return 0;
+	case GS_OT_REMOTE:
+		*(bool *)(base + o->off) = true;
+		req->json = true;
+		req->quiet = true;
+		return 0;
+	case GS_OT_HELP:
+		gs_cli_usage(stdout);
+		exit(GS_EXIT_CLEAN);
+	case GS_OT_VERSION:
+		printf("gpuslate %s\n", GS_VERSION);
+		exit(GS_EXIT_CLEAN);
+	}
+	return -EINVAL;
+}
+
+/* --include names a protected daemon to stop; any other name would be a
+ * silent no-op (every other holder is a target already). */
+static int check_includes(const struct gs_request *req)
+{
+	for (size_t i = 0; i < req->n_includes; i++) {
+		char names[512];
+		size_t off = 0;
+
+		if (gs_is_protected_name(req->includes[i], req->includes[i]))
+			continue;
+		names[0] = '\0';
+		for (size_t k = 0; gs_protected_name(k) && off + 40 < sizeof(names); k++)
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", k ? ", " : "",
+						gs_protected_name(k));
+		gs_err("--include '%s': not a protected daemon; --include takes one of: %s "
+		       "(other holders are targets already; narrow with -u, --unit, --container or --match)",
+		       req->includes[i], names);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* What no single option can check: the combinations. */
+static int check_request(struct gs_request *req)
+{
+	if (check_includes(req) < 0)
+		return -EINVAL;
+	/* --remote implies JSON; a text form asked for travels inside it. */
+	if ((req->json && !req->remote) + req->csv + (req->query_gpu || req->query_apps) + req->prometheus > 1) {
+		gs_err("choose one output: --json, --csv, --query-gpu/--query-compute-apps or --format prometheus");
+		return -EINVAL;
+	}
+	if (req->query_gpu && req->query_apps) {
+		gs_err("--query-gpu and --query-compute-apps cannot be combined");
+		return -EINVAL;
+	}
+	if (req->format && !req->prometheus && !req->query_gpu && !req->query_apps) {
+		gs_err("invalid --format '%s': use prometheus, or csv with --query-gpu", req->format);
+		return -EINVAL;
+	}
+	if (req->gpus) {
+		char err[256];
+
+		if (gs_gpusel_check(req->gpus, err, sizeof(err)) < 0) {
+			gs_err("%s", err);
+			return -EINVAL;
+		}
+	}
+	if (req->proc_root && req->cmd == GS_CMD_RECLAIM && !req->dry_run) {
+		/* Signals go to real PIDs: identities must come from the real
+		 * /proc, never from a fixture tree. */
+		gs_err("--proc-root '%s' is for reading a /proc copy; reclaim acts only on the real /proc (use --dry-run)",
+		       req->proc_root);
+		return -EINVAL;
+	}
+	if (!req->command_timeout_ms)
+		req->command_timeout_ms = req->timeout_ms + req->grace_ms * 2 + 60000;
+	return 0;
+}
+
+/* The command word; false when it names none. */
+static bool set_command(struct gs_request *req, const char *word)
+{
+	static const struct {
+		const char *name;
+		enum gs_cmd cmd;
+	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT } };
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(cmds); i++)
+		if (!strcmp(word, cmds[i].name)) {
+			req->cmd = cmds[i].cmd;
+			req->cmd_name = cmds[i].name;
+			return true;
+		}
+	return false;
+}
+
+int gs_cli_parse(int argc, char **argv, struct gs_request *req)
+{
+	/* How each option was written (-n or --dry-run), for messages; NULL:
+	 * not given. */
+	const char *spelled[OPT_KEY_MAX] = { 0 };
+	char short_spelled[0x80][3];
+	const struct option *lo;
+	const char *so;
+	int c, r = 0, longindex = -1;
+
+	gs_request_defaults(req);
+	gs_cli_getopt_tables(&lo, &so);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, so, lo, &longindex)) != -1) {
+		const struct gs_option *o = c > 0 && c != ':' && c != '?' ? gs_option_find(c) : NULL;
+
+		if (r < 0) {
+			/* After the error only one thing is asked of the rest
+			 * of the line: whether it wants its answer as JSON. */
+			if (c == OPT_JSON || c == OPT_REMOTE)
+				req->json = true;
+			if (c == OPT_REMOTE)
+				req->remote = true;
+			if (c == 'w')
+				req->n_hosts++;
+			continue;
+		}
+		if (!o) {
+			if (c == ':') {
+				if (optopt && optopt < 0x100)
+					gs_err("option '-%c' needs an argument", optopt);
+				else
+					gs_err("option '%s' needs an argument", argv[optind - 1]);
+			} else {
+				if (optopt && optopt < 0x100)
+					gs_err("unknown option '-%c'", optopt);
+				else
+					gs_err("unknown option '%s'", argv[optind - 1]);
+			}
+			r = -EINVAL;
+			continue;
+		}
+		if (longindex >= 0) {
+			spelled[c] = lo[longindex].name;
+		} else if (c < 0x80) {
+			snprintf(short_spelled[c], sizeof(short_spelled[c]), "-%c", c);
+			spelled[c] = short_spelled[c];
+		}
+		longindex = -1;
+		r = set_option(o, optarg, req);
+	}
+	if (r < 0) {
+		/* For the document of the usage error: which command it was. */
+		if (optind < argc)
+			(void)set_command(req, argv[optind]);
+		return r;
+	}
+
+	if (optind >= argc) {
+		gs_err("no command given (status, reclaim or wait)");
+		return -EINVAL;
+	}
+	if (!strcmp(argv[optind], "help")) {
+		gs_cli_usage(stdout);
+		exit(GS_EXIT_CLEAN);
+	}
+	if (!set_command(req, argv[optind])) {
+		gs_err("unknown command '%s' (status, reclaim or wait)", argv[optind]);
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		gs_err("unexpected argument '%s'", argv[optind + 1]);
+		return -EINVAL;
+	}
+	for (const struct gs_option *o = gs_options; o->name; o++)
+		if (spelled[o->key] && !gs_option_valid_for(o, req->cmd)) {
+			/* Named as the user wrote it: `wait --dry-run` is told
+			 * about --dry-run, not -n. */
+			if (spelled[o->key][0] == '-')
+				gs_err("option %s is not valid for '%s'", spelled[o->key], req->cmd_name);
+			else
+				gs_err("option --%s is not valid for '%s'", spelled[o->key], req->cmd_name);
+			return -EINVAL;
+		}
+	return check_request(req);
+}

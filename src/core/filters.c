@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,21 +13,18 @@ bool gs_filters_any(const struct gs_filter_spec *spec)
 	return spec->n_users || spec->n_units || spec->n_containers || spec->match;
 }
 
-static int resolve_user(const char *name, uid_t *ret, char *err, size_t errlen)
+static int resolve_user(const struct gs_filter_spec *spec, const char *name, uid_t *ret, char *err, size_t errlen)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
 	uint32_t u;
 
 	if (gs_parse_u32(name, &u) == 0) {
 		*ret = (uid_t)u;
 		return 0;
 	}
-	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res) {
+	if (!spec->resolve_user || spec->resolve_user(name, ret) < 0) {
 		snprintf(err, errlen, "unknown user '%s'", name);
 		return -EINVAL;
 	}
-	*ret = res->pw_uid;
 	return 0;
 }
 
@@ -43,7 +39,7 @@ int gs_filters_compile(const struct gs_filter_spec *spec, struct gs_filters *f, 
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < spec->n_users; i++) {
-		r = resolve_user(spec->users[i], &f->uids[i], err, errlen);
+		r = resolve_user(spec, spec->users[i], &f->uids[i], err, errlen);
 		if (r < 0)
 			return r;
 	}

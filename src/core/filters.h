@@ -23,6 +23,10 @@ struct gs_filter_spec {
 	const char *const *units; size_t n_units;
 	const char *const *containers; size_t n_containers;
 	const char *match;          /* POSIX extended regex over the whole command line */
+	/* Resolves a -u name to its uid (the system's user database:
+	 * gs_user_uid); NULL: only numeric uids. Passed in so that the
+	 * plan decides from what it is given. */
+	int (*resolve_user)(const char *name, uid_t *ret);
 	/* The containers were resolved to full ids or names by
 	 * gs_filters_scan_host: match them exactly, never as a prefix. */
 	bool containers_exact;

@@ -103,10 +103,7 @@ static bool passes_filters(const struct gs_holder *h, const struct gs_filters *f
  * included: taking it by association would take those too. */
 static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel)
 {
-	for (int k = 0; k < 4; k++)
-		if ((h->gpus.bits[k] | h->nvml_gpus.bits[k]) & ~sel->bits[k])
-			return true;
-	return false;
+	return gs_set256_outside(h->gpus.bits, sel->bits) || gs_set256_outside(h->nvml_gpus.bits, sel->bits);
 }
 
 /* Safety rules that no selection overrides. Returns true and sets *why when
@@ -300,7 +297,7 @@ static bool left_for_safety(const struct gs_plan *p, pid_t pid)
 	       left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
 }
 
-/* What may stay on each GPU: the memory NVML accounts to processes left
+/* Step 6: what may stay on each GPU: the memory NVML accounts to processes left
  * alone, plus the tolerance. The part held by processes that are not
  * protected daemons is also listed (p->others): the selection is gone, but
  * those GPUs are not free. */
@@ -366,6 +363,185 @@ static int leave_for_other_gpu(struct gs_plan *p, const struct gs_holder *h, int
 	return add_left(p, h, idx, GS_LEAVE_OTHER_GPU);
 }
 
+/* Step 1: every holder of the selected GPUs is a target or left alone, and
+ * the plan says why. */
+static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+			  const struct gs_selection *sel, const struct gs_filters *f, pid_t self)
+{
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+		const struct gs_pidstat *st = &h->info.st;
+		struct gs_gpuset concern = h->gpus;
+		enum gs_leave why;
+		int r;
+
+		gs_set256_merge(concern.bits, h->nvml_unconfirmed.bits);
+		if (!gs_gpuset_intersects(&concern, &p->gpus))
+			continue;
+		if (!h->alive) {
+			r = add_left(p, h, (int)i, GS_LEAVE_DEAD);
+		} else if (!h->info_ok) {
+			r = add_left(p, h, (int)i, GS_LEAVE_UNKNOWN);
+		} else if (never_touch(st, pt, self, &why)) {
+			r = add_left(p, h, (int)i, why);
+		} else if (!gs_gpuset_intersects(&h->gpus, &p->gpus)) {
+			/* NVML's PIDs are the host's, from a moment ago: a live
+			 * process with that number but no NVIDIA fd or mapping is
+			 * someone else (a reused PID, or a container's own PID
+			 * space). Never a target on NVML's word alone. */
+			r = add_left(p, h, (int)i, GS_LEAVE_NO_DEVICE);
+		} else if (h->role == GS_ROLE_PROTECTED && !name_in(sel->includes, sel->n_includes, h)) {
+			r = add_left(p, h, (int)i, GS_LEAVE_PROTECTED);
+		} else if (h->role == GS_ROLE_CLIENT && !sel->include_clients &&
+			   !name_in(sel->includes, sel->n_includes, h)) {
+			/* A monitor NVML names: an fd is not a context. */
+			r = add_left(p, h, (int)i,
+				     gs_gpuset_intersects(&h->nvml_unconfirmed, &p->gpus) ? GS_LEAVE_NO_CONTEXT
+											: GS_LEAVE_CLIENT);
+		} else if (!passes_filters(h, f)) {
+			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
+		} else {
+			r = add_target(p, s, st, (int)i, GS_WHY_HOLDER, 0);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Step 2: descendants of targets that hold a selected GPU go with them,
+ * whatever their role or filters, but never past the safety rules or a
+ * protected name, and never one that also holds a GPU outside the
+ * selection: that one is not ours to take by association. */
+static int adopt_descendants(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+{
+	bool changed;
+
+	do {
+		changed = false;
+		for (size_t k = 0; k < p->n_left; k++) {
+			struct gs_leftalone *l = &p->left[k];
+			const struct gs_holder *h;
+			pid_t anc;
+			int r;
+
+			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED && l->why != GS_LEAVE_NO_CONTEXT)
+				continue;
+			h = &s->holders[l->holder];
+			if (!has_target_ancestor(p, pt, h->pid, &anc))
+				continue;
+			if (holds_outside(h, &p->gpus)) {
+				l->why = GS_LEAVE_OTHER_GPU;
+				continue;
+			}
+			r = add_target(p, s, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
+			if (r < 0)
+				return r;
+			memmove(l, l + 1, (p->n_left - k - 1) * sizeof(*l));
+			p->n_left--;
+			k--;
+			changed = true;
+		}
+	} while (changed);
+	return 0;
+}
+
+/* Step 3: owner-aware actions: units are stopped through their manager. */
+static int choose_unit_stops(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_selection *sel,
+			     const struct gs_owner *self_owner)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+		int u;
+
+		if (t->holder < 0)
+			continue;
+		u = choose_unit(p, s, &s->holders[t->holder], sel, self_owner);
+		if (u == -ENOMEM)
+			return -ENOMEM;
+		if (u >= 0) {
+			t->action = GS_ACT_STOP_UNIT;
+			t->unit = u;
+		}
+	}
+	return 0;
+}
+
+/* One member of a leader's process group: taken with it unless a rule
+ * leaves it. Returns 1 when it is a target (already or now), 0 when not. */
+static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+		       const struct gs_pidstat *st, pid_t leader, pid_t self)
+{
+	const struct gs_holder *h;
+	enum gs_leave why;
+	int hidx, r;
+
+	if (is_target(p, st->pid))
+		return 1;
+	if (never_touch(st, pt, self, &why))
+		return 0;
+	h = gs_snapshot_find(s, st->pid);
+	hidx = h ? (int)(h - s->holders) : -1;
+	/* The table and the snapshot were read apart: the same PID must be
+	 * the same process. */
+	if (h && (!h->info_ok || h->info.st.starttime != st->starttime))
+		return 0;
+	if (h ? h->role == GS_ROLE_PROTECTED : gs_is_protected_name(st->comm, NULL))
+		return 0;
+	if (h && holds_outside(h, &p->gpus)) {
+		r = leave_for_other_gpu(p, h, hidx);
+		return r < 0 ? r : 0;
+	}
+	r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
+	if (r < 0)
+		return r;
+	/* The left-alone entry, if any, is superseded. */
+	for (size_t m = 0; m < p->n_left; m++)
+		if (p->left[m].pid == st->pid) {
+			memmove(&p->left[m], &p->left[m + 1], (p->n_left - m - 1) * sizeof(p->left[0]));
+			p->n_left--;
+			break;
+		}
+	return 1;
+}
+
+/* Step 4: a target that leads its own process group takes the group with
+ * it (workers, helpers). Members are signalled one by one through pidfds.
+ * A member that holds a GPU outside the selection stays, and shows why. */
+static int take_process_groups(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+			       pid_t self)
+{
+	size_t n0 = p->n_targets;
+	const struct gs_pidstat *me = gs_ptable_find(pt, self);
+
+	for (size_t i = 0; i < n0; i++) {
+		pid_t leader = p->targets[i].pid;
+		size_t members = 0; /* taken with it */
+		const struct gs_pidstat *lst = gs_ptable_find(pt, leader);
+
+		if (p->targets[i].action != GS_ACT_SIGNAL || p->targets[i].why != GS_WHY_HOLDER || !lst ||
+		    lst->pgrp != leader || lst->starttime != p->targets[i].starttime)
+			continue;
+		if (me && me->pgrp == leader)
+			continue;
+		for (size_t k = 0; k < pt->n; k++) {
+			const struct gs_pidstat *st = &pt->procs[k];
+			int r;
+
+			if (st->pgrp != leader || st->pid == leader)
+				continue;
+			r = take_member(p, s, pt, st, leader, self);
+			if (r < 0)
+				return r;
+			members += (size_t)r;
+		}
+		/* By index: adding targets may have moved the array. */
+		if (members)
+			p->targets[i].action = GS_ACT_SIGNAL_GROUP;
+	}
+	return 0;
+}
+
 /* Does signalling target t, the init of its PID namespace, end holder h?
  * The kernel kills every process of the namespace when its init dies: h
  * shares the namespace, or descends from t (a child namespace, or a
@@ -417,7 +593,7 @@ static int untarget(struct gs_plan *p, const struct gs_snapshot *s, size_t i, en
 	return r;
 }
 
-/* 5. A target that is the init of a PID namespace (a container's main
+/* Step 5: a target that is the init of a PID namespace (a container's main
  * process without an init, `unshare -p -f`) takes its whole namespace with
  * it, whatever gpuslate signals: when that would end a GPU holder the plan
  * leaves alone (protected, unselected, another GPU's job, a client), the
@@ -455,11 +631,24 @@ static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s,
 	return 0;
 }
 
+/* Step 7, last: a target whose SIGTERM the kernel would drop (ignored,
+ * or the init of its own PID namespace without a handler) gets SIGKILL at
+ * once: the grace period could only be waited out. Units are still stopped
+ * through their manager. */
+static void kill_where_sigterm_is_futile(struct gs_plan *p)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+
+		if (t->action != GS_ACT_STOP_UNIT && gs_term_futile(t->term))
+			t->action = GS_ACT_KILL;
+	}
+}
+
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
 		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *p, char *err, size_t errlen)
 {
 	struct gs_filters f;
-	bool changed;
 	int r;
 
 	memset(p, 0, sizeof(*p));
@@ -469,197 +658,23 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	r = gs_filters_compile(&sel->filters, &f, err, errlen);
 	if (r < 0)
 		return r;
-
-	/* 1. Holders of the selected GPUs. */
-	for (size_t i = 0; i < s->n_holders; i++) {
-		const struct gs_holder *h = &s->holders[i];
-		const struct gs_pidstat *st;
-		enum gs_leave why;
-
-		struct gs_gpuset concern = h->gpus;
-
-		for (int k = 0; k < 4; k++)
-			concern.bits[k] |= h->nvml_unconfirmed.bits[k];
-		if (!gs_gpuset_intersects(&concern, &p->gpus))
-			continue;
-		if (!h->alive) {
-			r = add_left(p, h, (int)i, GS_LEAVE_DEAD);
-			goto next;
-		}
-		if (!h->info_ok) {
-			r = add_left(p, h, (int)i, GS_LEAVE_UNKNOWN);
-			goto next;
-		}
-		st = &h->info.st;
-		if (never_touch(st, pt, self, &why)) {
-			r = add_left(p, h, (int)i, why);
-			goto next;
-		}
-		/* NVML's PIDs are the host's, from a moment ago: a live process
-		 * with that number but no NVIDIA fd or mapping is someone else
-		 * (a reused PID, or a container's own PID space). Never a target
-		 * on NVML's word alone. */
-		if (!gs_gpuset_intersects(&h->gpus, &p->gpus)) {
-			r = add_left(p, h, (int)i, GS_LEAVE_NO_DEVICE);
-			goto next;
-		}
-		if (h->role == GS_ROLE_PROTECTED && !name_in(sel->includes, sel->n_includes, h)) {
-			r = add_left(p, h, (int)i, GS_LEAVE_PROTECTED);
-			goto next;
-		}
-		if (h->role == GS_ROLE_CLIENT && !sel->include_clients && !name_in(sel->includes, sel->n_includes, h)) {
-			/* A monitor NVML names: an fd is not a context. */
-			r = add_left(p, h, (int)i,
-				     gs_gpuset_intersects(&h->nvml_unconfirmed, &p->gpus) ? GS_LEAVE_NO_CONTEXT
-											: GS_LEAVE_CLIENT);
-			goto next;
-		}
-		if (!passes_filters(h, &f)) {
-			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
-			goto next;
-		}
-		r = add_target(p, s, st, (int)i, GS_WHY_HOLDER, 0);
-next:
-		if (r < 0)
-			goto fail;
-	}
-
-	/* 2. Descendants of targets that hold a selected GPU go with them,
-	 * whatever their role or filters, but never past the safety rules or a
-	 * protected name, and never one that also holds a GPU outside the
-	 * selection: that one is not ours to take by association. */
-	do {
-		changed = false;
-		for (size_t k = 0; k < p->n_left; k++) {
-			struct gs_leftalone *l = &p->left[k];
-			const struct gs_holder *h;
-			pid_t anc;
-
-			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED && l->why != GS_LEAVE_NO_CONTEXT)
-				continue;
-			h = &s->holders[l->holder];
-			if (!has_target_ancestor(p, pt, h->pid, &anc))
-				continue;
-			if (holds_outside(h, &p->gpus)) {
-				l->why = GS_LEAVE_OTHER_GPU;
-				continue;
-			}
-			r = add_target(p, s, &h->info.st, l->holder, GS_WHY_DESCENDANT, anc);
-			if (r < 0)
-				goto fail;
-			memmove(l, l + 1, (p->n_left - k - 1) * sizeof(*l));
-			p->n_left--;
-			k--;
-			changed = true;
-		}
-	} while (changed);
-
-	/* 3. Owner-aware actions: units are stopped through their manager. */
-	for (size_t i = 0; i < p->n_targets; i++) {
-		struct gs_target *t = &p->targets[i];
-		int u;
-
-		if (t->holder < 0)
-			continue;
-		u = choose_unit(p, s, &s->holders[t->holder], sel, self_owner);
-		if (u == -ENOMEM) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		if (u >= 0) {
-			t->action = GS_ACT_STOP_UNIT;
-			t->unit = u;
-		}
-	}
-
-	/* 4. A target that leads its own process group takes the group with it
-	 * (workers, helpers). Members are signalled one by one through pidfds.
-	 * A member that holds a GPU outside the selection stays, and shows
-	 * why. */
-	{
-		size_t n0 = p->n_targets;
-		const struct gs_pidstat *me = gs_ptable_find(pt, self);
-
-		for (size_t i = 0; i < n0; i++) {
-			struct gs_target *t = &p->targets[i];
-			pid_t leader = t->pid;
-			size_t members = 0; /* taken with it */
-			const struct gs_pidstat *lst = gs_ptable_find(pt, leader);
-
-			if (t->action != GS_ACT_SIGNAL || t->why != GS_WHY_HOLDER || !lst || lst->pgrp != leader ||
-			    lst->starttime != t->starttime)
-				continue;
-			if (me && me->pgrp == leader)
-				continue;
-			for (size_t k = 0; k < pt->n; k++) {
-				const struct gs_pidstat *st = &pt->procs[k];
-				const struct gs_holder *h;
-				enum gs_leave why;
-				int hidx;
-
-				if (st->pgrp != leader || st->pid == leader)
-					continue;
-				if (is_target(p, st->pid)) {
-					members++;
-					continue;
-				}
-				if (never_touch(st, pt, self, &why))
-					continue;
-				h = gs_snapshot_find(s, st->pid);
-				hidx = h ? (int)(h - s->holders) : -1;
-				/* The table and the snapshot were read apart: the same
-				 * PID must be the same process. */
-				if (h && (!h->info_ok || h->info.st.starttime != st->starttime))
-					continue;
-				if (h ? h->role == GS_ROLE_PROTECTED : gs_is_protected_name(st->comm, NULL))
-					continue;
-				if (h && holds_outside(h, &p->gpus)) {
-					r = leave_for_other_gpu(p, h, hidx);
-					if (r < 0)
-						goto fail;
-					continue;
-				}
-				r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
-				if (r < 0)
-					goto fail;
-				members++;
-				/* The left-alone entry, if any, is superseded. */
-				for (size_t m = 0; m < p->n_left; m++)
-					if (p->left[m].pid == st->pid) {
-						memmove(&p->left[m], &p->left[m + 1], (p->n_left - m - 1) * sizeof(p->left[0]));
-						p->n_left--;
-						break;
-					}
-				t = &p->targets[i]; /* the array may have moved */
-			}
-			if (members)
-				t->action = GS_ACT_SIGNAL_GROUP;
-		}
-	}
-
-	r = guard_namespace_inits(p, s, pt);
-	if (r < 0)
-		goto fail;
-
-	r = compute_baseline(p, s, sel->tolerance_mib);
-	if (r < 0)
-		goto fail;
-
-	/* Last: a target whose SIGTERM the kernel would drop (ignored, or the
-	 * init of its own PID namespace without a handler) gets SIGKILL at
-	 * once: the grace period could only be waited out. Units are still
-	 * stopped through their manager. */
-	for (size_t i = 0; i < p->n_targets; i++) {
-		struct gs_target *t = &p->targets[i];
-
-		if (t->action != GS_ACT_STOP_UNIT && gs_term_futile(t->term))
-			t->action = GS_ACT_KILL;
-	}
+	r = select_holders(p, s, pt, sel, &f, self);
+	if (r == 0)
+		r = adopt_descendants(p, s, pt);
+	if (r == 0)
+		r = choose_unit_stops(p, s, sel, self_owner);
+	if (r == 0)
+		r = take_process_groups(p, s, pt, self);
+	if (r == 0)
+		r = guard_namespace_inits(p, s, pt);
+	if (r == 0)
+		r = compute_baseline(p, s, sel->tolerance_mib);
+	if (r == 0)
+		kill_where_sigterm_is_futile(p);
 	gs_filters_free(&f);
-	return 0;
-fail:
-	gs_filters_free(&f);
-	gs_plan_free(p);
-	snprintf(err, errlen, "out of memory");
+	if (r < 0) {
+		gs_plan_free(p);
+		snprintf(err, errlen, "out of memory");
+	}
 	return r;
 }

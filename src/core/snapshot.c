@@ -8,190 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Infrastructure that must survive a clean slate unless named explicitly:
- * killing these freezes GPUs (DCGM), breaks NVLink fabrics or the display. */
-static const char *const protected_names[] = {
-	"nvidia-persistenced",
-	"nv-hostengine",
-	"dcgm-exporter",
-	"nv-fabricmanager",
-	"nvidia-fabricmanager",
-	"nvidia-imex",
-	"nvidia-cuda-mps-control",
-	"Xorg",
-	"X",
-	"Xwayland",
-};
-
-/* comm is the executable name cut to 15 bytes by the kernel. */
-static bool comm_matches(const char *comm, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n > 15)
-		return strlen(comm) == 15 && strncmp(comm, name, 15) == 0;
-	return strcmp(comm, name) == 0;
-}
-
-bool gs_is_protected_name(const char *comm, const char *argv0_name)
-{
-	for (size_t i = 0; i < GS_ARRAY_SIZE(protected_names); i++) {
-		if (comm && comm_matches(comm, protected_names[i]))
-			return true;
-		if (argv0_name && strcmp(argv0_name, protected_names[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-const char *gs_protected_name(size_t i)
-{
-	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
-}
-
-/* Their units, for a process whose executable cannot be read (another
- * user's when gpuslate is not root): only root creates system units. */
-static const char *const protected_units[] = {
-	"nvidia-persistenced.service",
-	"nvidia-fabricmanager.service",
-	"nvidia-dcgm.service",
-	"dcgm.service",
-	"dcgm-exporter.service",
-	"nvidia-imex.service",
-	"nvidia-mps.service",
-	"display-manager.service",
-	"gdm.service",
-	"gdm3.service",
-	"sddm.service",
-	"lightdm.service",
-};
-
-/* systemd's SYSTEM_UID_MAX: accounts below it are made by packages, not
- * handed to users. */
-#define GS_SYSTEM_UID_MAX 999
-
-static bool in_list(const char *const *list, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(list[i], s))
-			return true;
-	return false;
-}
-
-static bool claims_protection(const struct gs_procinfo *in)
-{
-	return gs_is_protected_name(in->st.comm, in->name) ||
-	       (in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name));
-}
-
-enum gs_protection gs_protection_of(const struct gs_procinfo *in)
-{
-	const struct gs_owner *o = &in->owner;
-	bool exe_named = in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name);
-	bool exe_trusted, unit_trusted;
-
-	if (!gs_is_protected_name(in->st.comm, in->name) && !exe_named)
-		return GS_PROT_NONE;
-	/* A user's copy, hard link or symlink of any binary fails here: the
-	 * link resolves, a copy is the user's, a link to root's python3 is
-	 * not named so. */
-	exe_trusted = exe_named && in->exe_stat_ok && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
-	unit_trusted = o->kind == GS_OWNER_UNIT && !o->delegated &&
-		       in_list(protected_units, GS_ARRAY_SIZE(protected_units), o->name);
-	/* Even the real binary protects nothing when a user runs it: any
-	 * program can be loaded into it (LD_PRELOAD). */
-	if ((exe_trusted || unit_trusted) && (in->status.uid <= GS_SYSTEM_UID_MAX || unit_trusted))
-		return GS_PROT_VERIFIED;
-	return GS_PROT_UNVERIFIED;
-}
-
-const char *gs_role_str(enum gs_role r)
-{
-	switch (r) {
-	case GS_ROLE_COMPUTE:
-		return "compute";
-	case GS_ROLE_CLIENT:
-		return "client";
-	case GS_ROLE_PROTECTED:
-		return "protected";
-	}
-	return "unknown";
-}
-
-int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
-{
-	char err[256] = "";
-	int r;
-
-	memset(d, 0, sizeof(*d));
-	d->self = getpid();
-	{
-		/* The real /proc, whatever the root: it is this process. */
-		char *txt = NULL;
-
-		if (gs_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &txt, NULL) == 0)
-			(void)gs_owner_from_cgroup(txt, &d->self_owner);
-		free(txt);
-	}
-	r = gs_root_open(&d->root, &opts->paths);
-	if (r < 0)
-		return r;
-	r = gs_devset_load(&d->root, &d->devs);
-	if (r < 0) {
-		gs_root_close(&d->root);
-		return r;
-	}
-
-	if (!opts->no_nvml) {
-		struct gs_nvml_opts no = {
-			.lib_path = opts->nvml_lib,
-			.call_timeout_ms = opts->nvml_timeout_ms,
-		};
-
-		r = gs_nvml_child_open(&no, &d->backend, err, sizeof(err));
-		if (r >= 0) {
-			d->gpu_source = "nvml";
-			return 0;
-		}
-		if (r == -ETIMEDOUT) {
-			/* The driver itself is stuck: its procfs files are no
-			 * way around it, and nothing should be acted on. */
-			gs_strlcpy(d->error, err, sizeof(d->error));
-			d->backend = NULL;
-			gs_devset_free(&d->devs);
-			gs_root_close(&d->root);
-			return r;
-		}
-		snprintf(d->gpu_warning, sizeof(d->gpu_warning), "NVML unusable (%s)",
-			 err[0] ? err : strerror(-r));
-	} else {
-		gs_strlcpy(d->gpu_warning, "NVML not used (--no-nvml)", sizeof(d->gpu_warning));
-	}
-
-	/* The kernel driver's own files still list the GPUs when the library
-	 * is missing or does not match the loaded driver. */
-	r = gs_procfs_nvidia_open(&d->root, &d->backend);
-	if (r >= 0) {
-		d->gpu_source = "procfs";
-		return 0;
-	}
-	d->backend = NULL;
-	d->gpu_source = "none";
-	return 0;
-}
-
-const char *gs_discover_error(const struct gs_discover *d)
-{
-	if (d->error[0])
-		return d->error;
-	return d->backend ? d->backend->error : "";
-}
-
-bool gs_discover_polls_memory(const struct gs_discover *d)
-{
-	return d->backend && d->backend->ops->memory;
-}
-
 /* Used memory on the snapshot's basis: a v1 reading less the reservation. */
 static void v1_normalize(const struct gs_discover *d, unsigned idx, uint64_t *used, uint64_t *reserved)
 {
@@ -217,7 +33,7 @@ static int backend_memory(struct gs_discover *d, const unsigned *idx, size_t n, 
 	return 0;
 }
 
-int gs_discover_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
+int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
 		       struct gs_gpu_mem *ret)
 {
 	unsigned idx[GS_MAX_GPUS];
@@ -243,14 +59,6 @@ int gs_discover_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 			v1_normalize(d, idx[k], &ret[k].used, &ret[k].reserved);
 	}
 	return 0;
-}
-
-void gs_discover_close(struct gs_discover *d)
-{
-	gs_gpu_backend_close(d->backend);
-	d->backend = NULL;
-	gs_devset_free(&d->devs);
-	gs_root_close(&d->root);
 }
 
 void gs_snapshot_free(struct gs_snapshot *s)
@@ -556,10 +364,7 @@ static void confirm_nvml_gpus(const struct gs_snapshot *s, struct gs_holder *h)
 
 static bool nvml_confirmed(const struct gs_holder *h)
 {
-	for (int k = 0; k < 4; k++)
-		if (h->nvml_gpus.bits[k] & ~h->nvml_unconfirmed.bits[k])
-			return true;
-	return false;
+	return gs_set256_outside(h->nvml_gpus.bits, h->nvml_unconfirmed.bits);
 }
 
 static void classify(struct gs_holder *h)
@@ -597,7 +402,7 @@ static int listed_pids(const struct holder_vec *hv, pid_t **ret, size_t *ret_n)
 	return 0;
 }
 
-int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
+int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *s)
 {
 	struct gs_scan_opts so = { .skip_pid = d->self, .read_maps = true };
 	struct gs_scan_result scan = { 0 };
@@ -692,7 +497,7 @@ int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *s)
 				h->info_ok = true;
 				/* The executable's owner matters only to a claim of
 				 * protection; a stat can wait on its file system. */
-				if (claims_protection(&h->info))
+				if (gs_claims_protection(&h->info))
 					(void)gs_procinfo_read_exe_stat(fd, &h->info);
 				if (gs_procinfo_read_cmdline(fd, &h->cmdline_full) == -ENOMEM) {
 					close(fd);

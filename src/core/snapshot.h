@@ -1,4 +1,4 @@
-/* The "discover" stage: a snapshot of one host's GPUs and of every process
+/* The "discover" stage (with core/discover.c): a snapshot of one host's GPUs and of every process
  * that holds them. GPUs and memory come from a backend (NVML, else the
  * driver's procfs); holders are the union of NVML's process lists and a scan of
  * /proc fds and mappings, because each source misses what the other sees
@@ -15,7 +15,11 @@
 #include "proc/devset.h"
 #include "proc/holderscan.h"
 #include "proc/procinfo.h"
+#include "proc/ptable.h"
 #include "util/root.h"
+#include "util/set256.h"
+#include "core/discover.h"
+#include "core/protect.h"
 
 enum gs_role {
 	GS_ROLE_COMPUTE,   /* maps /dev/nvidia<N>, or is in NVML's process lists */
@@ -25,26 +29,24 @@ enum gs_role {
 
 /* Set of snapshot GPU indices (not minors). */
 struct gs_gpuset {
-	uint64_t bits[4];
+	uint64_t bits[GS_SET256_WORDS];
 };
 
 static inline void gs_gpuset_add(struct gs_gpuset *s, unsigned i)
 {
-	if (i < 256)
-		s->bits[i / 64] |= 1ULL << (i % 64);
+	gs_set256_add(s->bits, i);
 }
 static inline bool gs_gpuset_has(const struct gs_gpuset *s, unsigned i)
 {
-	return i < 256 && ((s->bits[i / 64] >> (i % 64)) & 1);
+	return gs_set256_has(s->bits, i);
 }
 static inline bool gs_gpuset_intersects(const struct gs_gpuset *a, const struct gs_gpuset *b)
 {
-	return (a->bits[0] & b->bits[0]) | (a->bits[1] & b->bits[1]) |
-	       (a->bits[2] & b->bits[2]) | (a->bits[3] & b->bits[3]);
+	return gs_set256_intersects(a->bits, b->bits);
 }
 static inline bool gs_gpuset_empty(const struct gs_gpuset *s)
 {
-	return !(s->bits[0] | s->bits[1] | s->bits[2] | s->bits[3]);
+	return gs_set256_empty(s->bits);
 }
 
 struct gs_holder {
@@ -107,65 +109,17 @@ struct gs_snapshot {
 	size_t n_refused;
 };
 
-struct gs_discover_opts {
-	struct gs_root_paths paths;
-	const char *nvml_lib;     /* NULL: libnvidia-ml.so.1 */
-	bool no_nvml;             /* skip NVML entirely (tests, --no-nvml) */
-	unsigned nvml_timeout_ms;
-};
-
-/* The driver's reservation of one GPU when NVML has only v1 memory info,
- * whose used includes it: v1 used minus what the listed processes use, read
- * while memory held still, the smallest such value seen. It can only be too
- * large by memory that no listed process held at that moment, so it is set
- * by the first full snapshot (before anything is stopped) and after that
- * only lowered: memory being torn down is never taken for the reservation. */
-struct gs_v1_reserve {
-	bool known;
-	uint64_t bytes;
-};
-
-/* Long-lived discovery state: the backend and device identities are loaded
- * once and reused by every snapshot and by the wait loop's memory polls.
- * Only this module calls the backend. */
-struct gs_discover {
-	struct gs_root root;
-	struct gs_devset devs;
-	struct gs_gpu_backend *backend; /* NULL when no GPU information at all */
-	const char *gpu_source;
-	char gpu_warning[512];
-	char error[384];          /* why opening failed (a hung NVML), "" otherwise */
-	pid_t self;
-	struct gs_owner self_owner; /* gpuslate's own cgroup: its unit is never stopped */
-	bool gpus_only;           /* snapshots skip holders (nvidia-smi style GPU queries) */
-	unsigned n_full_snapshots;
-	struct gs_v1_reserve v1_reserved[GS_MAX_GPUS]; /* by backend index */
-};
-
-/* Returns 0, or -errno; -ETIMEDOUT when NVML hung while opening (d->error
- * says which call; there is no falling back to the driver's procfs then:
- * the driver itself is stuck). */
-int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts);
-void gs_discover_close(struct gs_discover *d);
-
-/* Why the GPU backend failed as a whole (a hung call, with the GPU and the
- * call), or "" while it works. */
-const char *gs_discover_error(const struct gs_discover *d);
-
-/* Can GPU memory be polled (NVML)? */
-bool gs_discover_polls_memory(const struct gs_discover *d);
-
 /* Memory of the snapshot GPUs gpus[0..n) of s, in one exchange with the
  * driver (the wait loop's poll): ret[k] for gpus[k], used on the same basis
  * as in the snapshot (v1: minus the estimated reservation). Returns 0 or
  * the first failure (-ETIMEDOUT: the driver hung, see gs_discover_error). */
-int gs_discover_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
+int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
 		       struct gs_gpu_mem *ret);
 
 /* Take a full snapshot. Returns 0; -ENODEV when no GPU information at all
  * could be read (the snapshot is still filled with what the scan found);
  * -ETIMEDOUT/-EIO when the driver failed mid-way. */
-int gs_discover_snapshot(struct gs_discover *d, struct gs_snapshot *ret);
+int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *ret);
 void gs_snapshot_free(struct gs_snapshot *s);
 
 /* Memory on snapshot GPU g that no live process holds: used, less what
@@ -192,25 +146,19 @@ bool gs_snapshot_denied_matters(const struct gs_snapshot *s, uint64_t tolerance)
 /* Find a holder by pid (binary search), NULL when absent. */
 const struct gs_holder *gs_snapshot_find(const struct gs_snapshot *s, pid_t pid);
 
-/* True if name (comm or argv[0] basename) is one of the protected daemons. */
-bool gs_is_protected_name(const char *comm, const char *argv0_name);
-/* The i-th protected daemon name, NULL past the last (for messages). */
-const char *gs_protected_name(size_t i);
-
-enum gs_protection {
-	GS_PROT_NONE,        /* does not claim a protected name */
-	GS_PROT_VERIFIED,    /* a protected daemon */
-	GS_PROT_UNVERIFIED,  /* claims a protected name, fails the checks */
-};
-
-/* Whether a process is one of the protected daemons. The name (comm, argv[0]
- * or the executable's) is only the claim; it holds when the executable is a
- * protected daemon's (its file named so, owned by root, writable by no one
- * else) or the process runs in one of their system units, and it runs as a
- * system account (uid below 1000) or in such a unit. */
-enum gs_protection gs_protection_of(const struct gs_procinfo *in);
-
-const char *gs_role_str(enum gs_role r);
+/* "compute", "client", "protected" (docs/json.md). */
+static inline const char *gs_role_str(enum gs_role r)
+{
+	switch (r) {
+	case GS_ROLE_COMPUTE:
+		return "compute";
+	case GS_ROLE_CLIENT:
+		return "client";
+	case GS_ROLE_PROTECTED:
+		return "protected";
+	}
+	return "unknown";
+}
 
 /* For a dead NVML-listed PID (the fork case): the live holders that still map
  * one of its GPUs without being listed themselves, i.e. the processes that

@@ -123,24 +123,27 @@ static uint64_t parked_beat_ms(size_t n_parked)
 	return n_parked > 100 ? n_parked / 10 : 10;
 }
 
+/* The poll set of wait_refs, one slot per target. Allocated with the rest
+ * before anything is signalled: an allocation failure inside the wait would
+ * end the grace period at once and go straight to SIGKILL. */
+struct wait_set {
+	struct pollfd *pfd;
+	size_t *idx;
+};
+
 /* Wait until every pending ref has exited or timeout_ms passed. Marks
  * exited ones with `outcome`. Returns when all are done, on timeout, or on
  * interruption. Only targets with active[i] are waited on. A target that
  * exits gives its pidfd back; parked ones take the free slots. */
 static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bool *active, size_t n,
 		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o,
-		      struct slots *sl)
+		      struct slots *sl, const struct wait_set *ws)
 {
 	uint64_t deadline = gs_now_ms() + timeout_ms;
-	struct pollfd *pfd = calloc(n ? n : 1, sizeof(*pfd));
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	struct pollfd *pfd = ws->pfd;
+	size_t *idx = ws->idx;
 	bool settling = false;
 
-	if (!pfd || !idx) {
-		free(pfd);
-		free(idx);
-		return;
-	}
 	for (;;) {
 		size_t m = 0, parked = 0;
 		uint64_t now;
@@ -200,8 +203,6 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 			(void)poll(pfd, m, t);
 		}
 	}
-	free(pfd);
-	free(idx);
 }
 
 /* [pct exec CT -- | lxc-attach -n CT --] systemctl VERB [OPTIONS] -- UNIT */
@@ -383,6 +384,7 @@ static void pin_targets(const struct gs_plan *p, int proc_fd, struct gs_stop_res
 int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts *o, struct gs_stop_result *r)
 {
 	struct gs_pidref *refs;
+	struct wait_set ws;
 	bool *active, *waitable;
 	struct slots sl = { 0 };
 	size_t n = p->n_targets;
@@ -394,10 +396,17 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	refs = calloc(n ? n : 1, sizeof(*refs));
 	active = calloc(n ? n : 1, sizeof(*active));
 	waitable = calloc(n ? n : 1, sizeof(*waitable));
-	if (!r->procs || !r->units || !refs || !active || !waitable) {
+	/* The wait's poll set too, before anything is signalled: an
+	 * allocation failure inside the wait would end the grace period. */
+	ws.pfd = calloc(n ? n : 1, sizeof(*ws.pfd));
+	ws.idx = calloc(n ? n : 1, sizeof(*ws.idx));
+	if (!r->procs || !r->units || !refs || !active || !waitable || !ws.pfd || !ws.idx) {
+		/* Nothing was signalled: no stop on an error path. */
 		free(refs);
 		free(active);
 		free(waitable);
+		free(ws.pfd);
+		free(ws.idx);
 		gs_stop_result_free(r);
 		return -ENOMEM;
 	}
@@ -473,7 +482,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			any_term |= waitable[i] && (r->procs[i].sent & GS_SENT_TERM) != 0;
 		}
 		if (any_term && !interrupted(o))
-			wait_refs(refs, r, waitable, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &sl);
+			wait_refs(refs, r, waitable, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &sl, &ws);
 	}
 
 	for (size_t i = 0; i < n && !interrupted(o); i++) {
@@ -489,7 +498,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 		waitable[i] = active[i] && r->procs[i].frozen.kind != GS_FREEZER_V1;
 	if (!interrupted(o))
 		wait_refs(refs, r, waitable, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o,
-			  &sl);
+			  &sl, &ws);
 
 	for (size_t i = 0; i < n; i++) {
 		struct gs_proc_result *pr = &r->procs[i];
@@ -523,5 +532,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	free(refs);
 	free(active);
 	free(waitable);
+	free(ws.pfd);
+	free(ws.idx);
 	return 0;
 }

@@ -148,10 +148,10 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 
 	*ret_old_left = false;
 	*ret_new = false;
-	rc = gs_discover_snapshot(d, &s);
+	rc = gs_snapshot_take(d, &s);
 	if (rc < 0 && rc != -ENODEV)
 		return rc;
-	rc = gs_ptable_load(d->root.proc_fd, &pt);
+	rc = gs_discover_ptable(d, &pt);
 	if (rc < 0) {
 		gs_snapshot_free(&s);
 		return rc;
@@ -193,7 +193,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 			if (nr) {
 				r->respawns = nr;
 				memset(&nr[r->n_respawns], 0, sizeof(*nr));
-				describe_respawn(d->root.proc_fd, o, h, &nr[r->n_respawns]);
+				describe_respawn(gs_discover_proc_fd(d), o, h, &nr[r->n_respawns]);
 				r->n_respawns++;
 			}
 		}
@@ -217,7 +217,7 @@ static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, st
 			gpus[n++] = r->gpus[g].gpu;
 	if (!n)
 		return 0;
-	rc = gs_discover_memory(d, o->before, gpus, n, mem);
+	rc = gs_snapshot_memory(d, o->before, gpus, n, mem);
 	if (rc < 0)
 		return rc;
 	for (size_t g = 0; g < r->n_gpus && k < n; g++) {
@@ -294,6 +294,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 		rc = r->tick_error ? r->tick_error : poll_memory(d, o, r);
 		if (rc < 0) {
 			r->driver_failed = true;
+			r->error = rc;
 			snprintf(r->driver_error, sizeof(r->driver_error), "reading GPU memory failed: %s",
 				 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 			break;
@@ -312,6 +313,7 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 			rc = rescan(d, o, r, &old_left, &new_holders);
 			if (rc < 0) {
 				r->driver_failed = true;
+				r->error = rc;
 				snprintf(r->driver_error, sizeof(r->driver_error), "re-scanning holders failed: %s",
 					 gs_discover_error(d)[0] ? gs_discover_error(d) : strerror(-rc));
 				break;

@@ -77,6 +77,7 @@ struct gs_verify_result {
 	bool interrupted;
 	bool driver_failed;
 	char driver_error[256];
+	int error;               /* the -errno that ended the wait early (driver_failed) */
 	bool memory_unverified;  /* no memory figures (no NVML): holders only */
 	uint64_t waited_ms;
 	bool begun;

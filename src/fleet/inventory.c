@@ -11,6 +11,8 @@
 
 #include "util/sanitize.h"
 #include "util/util.h"
+#include "util/strbuf.h"
+#include "util/strv.h"
 
 #define GROUP_NAME_MAX 64
 #define CONTAINER_NAME_MAX 128
@@ -58,80 +60,9 @@ static bool not_dash(char c)
 
 /* ---- string vectors ---- */
 
-void gs_inventory_strv_free(char **v)
-{
-	size_t i;
-
-	if (!v)
-		return;
-	for (i = 0; v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* Append s (taken over; freed on failure) to the NULL-terminated *v. */
-static int strv_push(char ***v, size_t *n, char *s)
-{
-	char **nv;
-
-	if (!s)
-		return -ENOMEM;
-	nv = realloc(*v, (*n + 2) * sizeof(**v));
-	if (!nv) {
-		free(s);
-		return -ENOMEM;
-	}
-	nv[(*n)++] = s;
-	nv[*n] = NULL;
-	*v = nv;
-	return 0;
-}
-
-static int strv_copy(char **src, size_t n, char ***ret)
-{
-	char **v = NULL;
-	size_t i, m = 0;
-
-	*ret = NULL;
-	if (!src)
-		return 0;
-	for (i = 0; i < n; i++) {
-		int r = strv_push(&v, &m, strdup(src[i]));
-
-		if (r < 0) {
-			gs_inventory_strv_free(v);
-			return r;
-		}
-	}
-	*ret = v;
-	return 0;
-}
-
-/* A growing string for one word. */
-struct word {
-	char *p;
-	size_t len, cap;
-};
-
-static int word_put(struct word *w, char c)
-{
-	if (w->len + 2 > w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 32;
-		char *np = realloc(w->p, cap);
-
-		if (!np)
-			return -ENOMEM;
-		w->p = np;
-		w->cap = cap;
-	}
-	w->p[w->len++] = c;
-	w->p[w->len] = '\0';
-	return 0;
-}
-
 /* Read a double-quoted run starting after the opening quote; *pp ends past
  * the closing one. \" and \\ are the only escapes. */
-static int read_dquoted(const char **pp, const char *end, struct word *w)
+static int read_dquoted(const char **pp, const char *end, struct gs_strbuf *w)
 {
 	const char *p = *pp;
 	int r;
@@ -139,7 +70,7 @@ static int read_dquoted(const char **pp, const char *end, struct word *w)
 	for (; p < end && *p != '"'; p++) {
 		if (*p == '\\' && p + 1 < end && (p[1] == '"' || p[1] == '\\'))
 			p++;
-		if ((r = word_put(w, *p)) < 0)
+		if ((r = gs_strbuf_putc(w, *p)) < 0)
 			return r;
 	}
 	if (p == end)
@@ -159,13 +90,13 @@ int gs_inventory_split_words(const char *s, char ***ret, size_t *ret_n)
 	if (ret_n)
 		*ret_n = 0;
 	for (;;) {
-		struct word w = { 0 };
+		struct gs_strbuf w = { 0 };
 
 		while (p < end && (is_blank(*p) || *p == '\n'))
 			p++;
 		if (p == end)
 			break;
-		if ((r = word_put(&w, 'x')) < 0) /* an empty "" is still a word */
+		if ((r = gs_strbuf_putc(&w, 'x')) < 0) /* an empty "" is still a word */
 			goto fail;
 		w.len = 0;
 		w.p[0] = '\0';
@@ -174,14 +105,14 @@ int gs_inventory_split_words(const char *s, char ***ret, size_t *ret_n)
 				p++;
 				r = read_dquoted(&p, end, &w);
 			} else {
-				r = word_put(&w, *p++);
+				r = gs_strbuf_putc(&w, *p++);
 			}
 			if (r < 0) {
 				free(w.p);
 				goto fail;
 			}
 		}
-		if ((r = strv_push(&v, &n, w.p)) < 0)
+		if ((r = gs_strv_push(&v, &n, w.p)) < 0)
 			goto fail;
 	}
 	if (!v) {
@@ -195,7 +126,7 @@ int gs_inventory_split_words(const char *s, char ***ret, size_t *ret_n)
 		*ret_n = n;
 	return 0;
 fail:
-	gs_inventory_strv_free(v);
+	gs_strv_free(v);
 	return r;
 }
 
@@ -210,13 +141,13 @@ static int line_words(const char *p, const char *end, char ***ret, size_t *ret_n
 	*ret = NULL;
 	*ret_n = 0;
 	for (;;) {
-		struct word w = { 0 };
+		struct gs_strbuf w = { 0 };
 
 		while (p < end && is_blank(*p))
 			p++;
 		if (p == end || *p == '#')
 			break;
-		if ((r = word_put(&w, 'x')) < 0)
+		if ((r = gs_strbuf_putc(&w, 'x')) < 0)
 			goto fail;
 		w.len = 0;
 		w.p[0] = '\0';
@@ -231,25 +162,25 @@ static int line_words(const char *p, const char *end, char ***ret, size_t *ret_n
 					r = -EINVAL;
 				} else {
 					for (p++; p < q && r == 0; p++)
-						r = word_put(&w, *p);
+						r = gs_strbuf_putc(&w, *p);
 					p = q + 1;
 				}
 			} else {
-				r = word_put(&w, *p++);
+				r = gs_strbuf_putc(&w, *p++);
 			}
 			if (r < 0) {
 				free(w.p);
 				goto fail;
 			}
 		}
-		if ((r = strv_push(&v, &n, w.p)) < 0)
+		if ((r = gs_strv_push(&v, &n, w.p)) < 0)
 			goto fail;
 	}
 	*ret = v;
 	*ret_n = n;
 	return 0;
 fail:
-	gs_inventory_strv_free(v);
+	gs_strv_free(v);
 	return r;
 }
 
@@ -259,11 +190,11 @@ static void entry_free(struct gs_host_entry *e)
 {
 	free(e->name);
 	free(e->user);
-	gs_inventory_strv_free(e->ssh_opts);
+	gs_strv_free(e->ssh_opts);
 	free(e->via);
 	free(e->container);
-	gs_inventory_strv_free(e->exec_argv);
-	gs_inventory_strv_free(e->remote_cmd);
+	gs_strv_free(e->exec_argv);
+	gs_strv_free(e->remote_cmd);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -378,11 +309,11 @@ struct settings {
 static void settings_free(struct settings *s)
 {
 	free(s->user);
-	gs_inventory_strv_free(s->ssh_opts);
+	gs_strv_free(s->ssh_opts);
 	free(s->via);
 	free(s->container);
 	free(s->exec_tpl);
-	gs_inventory_strv_free(s->remote_cmd);
+	gs_strv_free(s->remote_cmd);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -412,11 +343,11 @@ static int exec_tpl_check(const char *t, char *why, size_t whylen)
  * split cannot change the word boundaries. */
 static int exec_expand(const char *tpl, const char *host, char ***ret, size_t *ret_n)
 {
-	struct word w = { 0 };
+	struct gs_strbuf w = { 0 };
 	const char *p;
 	int r;
 
-	if ((r = word_put(&w, 'x')) < 0)
+	if ((r = gs_strbuf_putc(&w, 'x')) < 0)
 		return r;
 	w.len = 0;
 	w.p[0] = '\0';
@@ -425,13 +356,13 @@ static int exec_expand(const char *tpl, const char *host, char ***ret, size_t *r
 			const char *h;
 
 			for (h = host; *h && r == 0; h++)
-				r = word_put(&w, *h);
+				r = gs_strbuf_putc(&w, *h);
 			p++;
 		} else if (*p == '%' && p[1] == '%') {
-			r = word_put(&w, '%');
+			r = gs_strbuf_putc(&w, '%');
 			p++;
 		} else {
-			r = word_put(&w, *p);
+			r = gs_strbuf_putc(&w, *p);
 		}
 	}
 	if (r == 0)
@@ -464,13 +395,13 @@ static int words_value(const char *key, const char *val, char ***v, size_t *n, c
 	if (r < 0)
 		return r;
 	if (m == 0) {
-		gs_inventory_strv_free(w);
+		gs_strv_free(w);
 		gs_seterr(why, whylen, "empty value for %s=", key);
 		return -EINVAL;
 	}
 	/* ssh-opt words are appended (the key may repeat). */
 	for (i = 0; i < m; i++) {
-		r = strv_push(v, n, w[i]);
+		r = gs_strv_push(v, n, w[i]);
 		w[i] = NULL;
 		if (r < 0)
 			break;
@@ -581,7 +512,7 @@ static int parse_setting(struct settings *s, const char *word, unsigned *seen, c
 		size_t m = 0;
 
 		r = gs_inventory_split_words(val, &w, &m);
-		gs_inventory_strv_free(w);
+		gs_strv_free(w);
 		if (r == -EINVAL) {
 			gs_seterr(why, whylen, "unterminated quote in exec= value");
 			return r;
@@ -636,10 +567,10 @@ static int entry_apply(struct gs_host_entry *e, const struct settings *s, const 
 		return -ENOMEM;
 	if (s->container && !(e->container = strdup(s->container)))
 		return -ENOMEM;
-	if ((r = strv_copy(s->ssh_opts, s->n_ssh_opts, &e->ssh_opts)) < 0)
+	if ((r = gs_strv_copy(s->ssh_opts, s->n_ssh_opts, &e->ssh_opts)) < 0)
 		return r;
 	e->n_ssh_opts = s->n_ssh_opts;
-	if ((r = strv_copy(s->remote_cmd, s->n_remote_cmd, &e->remote_cmd)) < 0)
+	if ((r = gs_strv_copy(s->remote_cmd, s->n_remote_cmd, &e->remote_cmd)) < 0)
 		return r;
 	e->n_remote_cmd = s->n_remote_cmd;
 	if (s->exec_tpl && (r = exec_expand(s->exec_tpl, e->name, &e->exec_argv, &e->n_exec_argv)) < 0)
@@ -831,7 +762,7 @@ int gs_inventory_parse(const char *text, const char *name_for_errors, struct gs_
 			r = parse_header(&inv, w, n, line, &current, why, sizeof(why));
 		else if (r == 0 && n > 0)
 			r = parse_host_line(&inv, w, n, line, current, why, sizeof(why));
-		gs_inventory_strv_free(w);
+		gs_strv_free(w);
 		if (r < 0) {
 			if (r == -ENOMEM)
 				gs_strlcpy(why, "out of memory", sizeof(why));

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "fleet/hostlist.h"
+#include "util/strv.h"
 
 /* Largest inventory file read. */
 #define GS_INVENTORY_MAX_BYTES (4u * 1024u * 1024u)
@@ -99,9 +100,8 @@ int gs_inventory_hostlist_append(const struct gs_inventory *inv, struct gs_hostl
 
 /* Split s into argv words at blanks; "..." groups (with \" and \\ escapes),
  * nothing else is special (no shell: '$', ';', '\'' stay literal). *ret is
- * NULL-terminated and malloc'd; free it with gs_inventory_strv_free. Also fit
+ * NULL-terminated and malloc'd; free it with gs_strv_free. Also fit
  * for GPUSLATE_SSH. -EINVAL for an unterminated quote, -ENOMEM. */
 int gs_inventory_split_words(const char *s, char ***ret, size_t *ret_n);
-void gs_inventory_strv_free(char **v);
 
 #endif

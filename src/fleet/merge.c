@@ -1,4 +1,8 @@
 /* Judging each host and merging the fleet report; see merge.h. */
+#include "core/json_keys.h"
+#include "util/strbuf.h"
+#include "core/snapshot.h"
+#include "core/verdict.h"
 #include "fleet/merge.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -132,92 +136,66 @@ static void sum_mib(json_t *gpus, const char *key, const char *fallback, bool *k
 
 static const char *comm_of(json_t *doc, json_int_t pid)
 {
-	static const char *const lists[] = { "processes", "targets", "left_alone" };
+	static const char *const lists[] = { GS_JK_PROCESSES, GS_JK_TARGETS, GS_JK_LEFT_ALONE };
 
 	for (size_t l = 0; l < 3; l++) {
 		json_t *arr = json_object_get(doc, lists[l]), *p;
 		size_t i;
 
 		if (l > 0)
-			arr = json_object_get(json_object_get(doc, "plan"), lists[l]);
+			arr = json_object_get(json_object_get(doc, GS_JK_PLAN), lists[l]);
 		json_array_foreach(arr, i, p) {
-			json_t *c = json_object_get(p, "comm");
+			json_t *c = json_object_get(p, GS_JK_COMM);
 
-			if (json_integer_value(json_object_get(p, "pid")) == pid && json_is_string(c))
+			if (json_integer_value(json_object_get(p, GS_JK_PID)) == pid && json_is_string(c))
 				return json_string_value(c);
 		}
 	}
 	return NULL;
 }
 
-/* A growing string for details; on allocation failure it stays what it was. */
-struct sbuf {
-	char *p;
-	size_t len;
-};
-
-static void sb_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_addf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return;
-	{
-		char *n = realloc(b->p, b->len + (size_t)r + 1);
-
-		if (n) {
-			b->p = n;
-			memcpy(b->p + b->len, s, (size_t)r + 1);
-			b->len += (size_t)r;
-		}
-	}
-	free(s);
-}
-
-static void sb_pid(struct sbuf *b, json_t *doc, json_int_t pid, bool first)
+static void sb_pid(struct gs_strbuf *b, json_t *doc, json_int_t pid, bool first)
 {
 	const char *c = comm_of(doc, pid);
 	char *safe = c ? gs_text_dup(c, strlen(c), 64) : NULL;
 
 	if (safe) {
-		sb_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
+		gs_strbuf_addf(b, "%s%lld (%s)", first ? "" : ", ", (long long)pid, safe);
 		free(safe);
 	} else {
-		sb_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
+		gs_strbuf_addf(b, "%s%lld", first ? "" : ", ", (long long)pid);
 	}
 }
 
-/* status: not clean when a compute holder holds a selected GPU, or a GPU
- * uses more memory than its protected holders account for plus the
- * tolerance (memory nobody visible holds). */
-static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t tol, struct sbuf *why)
+/* status: the host's verdict; for hosts older than that, the same rule as
+ * gs_status_verdict: not clean when a compute holder holds a selected GPU,
+ * or a GPU uses more memory than its protected holders account for plus
+ * the tolerance (memory nobody visible holds). */
+static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t tol, struct gs_strbuf *why)
 {
-	json_t *gpus = json_object_get(doc, "gpus"), *procs = json_object_get(doc, "processes"), *g, *p;
+	json_t *gpus = json_object_get(doc, GS_JK_GPUS), *procs = json_object_get(doc, GS_JK_PROCESSES), *g, *p;
 	enum gs_host_verdict v = GS_HV_CLEAN;
+	const char *word = json_string_value(json_object_get(doc, GS_JK_VERDICT));
+	enum gs_verdict said = GS_VERDICT_NONE;
+	bool host_judged = word && gs_verdict_parse(word, &said) == 0;
 	size_t i, k;
 
-	if (exit_code == 3) {
-		json_t *w = json_array_get(json_object_get(doc, "warnings"), 0);
+	if (host_judged ? said == GS_VERDICT_DRIVER_FAILURE : exit_code == GS_EXIT_DRIVER) {
+		json_t *w = json_array_get(json_object_get(doc, GS_JK_WARNINGS), 0);
 
-		sb_addf(why, "GPU driver failure%s%s", json_is_string(w) ? ": " : "",
+		gs_strbuf_addf(why, "GPU driver failure%s%s", json_is_string(w) ? ": " : "",
 			json_is_string(w) ? json_string_value(w) : "");
 		return GS_HV_NOT_CLEAN;
 	}
 	json_array_foreach(gpus, i, g) {
-		json_int_t idx = json_integer_value(json_object_get(g, "index"));
-		json_t *used = json_object_get(g, "memory_used_mib");
+		json_int_t idx = json_integer_value(json_object_get(g, GS_JK_INDEX));
+		json_t *used = json_object_get(g, GS_JK_MEMORY_USED_MIB);
 		long long protected_mib = 0, limit;
 		bool first = true;
 
 		json_array_foreach(procs, k, p) {
-			json_t *pg = json_object_get(p, "gpus"), *x;
-			const char *role = json_string_value(json_object_get(p, "role"));
+			json_t *pg = json_object_get(p, GS_JK_GPUS), *x;
+			const char *role = json_string_value(json_object_get(p, GS_JK_ROLE));
 			bool on = false;
 			size_t m;
 
@@ -226,15 +204,15 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 					on = true;
 			if (!on || !role)
 				continue;
-			if (!strcmp(role, "protected")) {
-				json_int_t pm = json_integer_value(json_object_get(p, "memory_mib"));
+			if (!strcmp(role, gs_role_str(GS_ROLE_PROTECTED))) {
+				json_int_t pm = json_integer_value(json_object_get(p, GS_JK_MEMORY_MIB));
 
 				if (pm > 0 && __builtin_add_overflow(protected_mib, (long long)pm, &protected_mib))
 					protected_mib = LLONG_MAX;
-			} else if (!strcmp(role, "compute")) {
+			} else if (!strcmp(role, gs_role_str(GS_ROLE_COMPUTE))) {
 				if (first)
-					sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
-				sb_pid(why, doc, json_integer_value(json_object_get(p, "pid")), first);
+					gs_strbuf_addf(why, "%sGPU %lld held by ", why->len ? "; " : "", (long long)idx);
+				sb_pid(why, doc, json_integer_value(json_object_get(p, GS_JK_PID)), first);
 				first = false;
 				v = GS_HV_NOT_CLEAN;
 			}
@@ -242,106 +220,118 @@ static enum gs_host_verdict judge_status(json_t *doc, int exit_code, uint64_t to
 		if (__builtin_add_overflow(protected_mib, (long long)(tol > LLONG_MAX ? LLONG_MAX : tol), &limit))
 			limit = LLONG_MAX;
 		if (first && json_is_integer(used) && json_integer_value(used) > limit) {
-			json_t *unowned = json_object_get(g, "unowned_mib");
+			json_t *unowned = json_object_get(g, GS_JK_UNOWNED_MIB);
 
-			sb_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
+			gs_strbuf_addf(why, "%sGPU %lld: %lld MiB used by no visible process", why->len ? "; " : "",
 				(long long)idx, (long long)json_integer_value(used));
 			/* the host's own account (docs/json.md): the driver's */
 			if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
-				sb_addf(why, ", %lld MiB held with no process (driver-held)",
+				gs_strbuf_addf(why, ", %lld MiB held with no process (driver-held)",
 					(long long)json_integer_value(unowned));
 			v = GS_HV_NOT_CLEAN;
 		}
 	}
+	/* A host that writes its own verdict (core/status.c) is taken at its
+	 * word; the loop above only names what holds the GPUs. Older hosts
+	 * are judged by the same rule from their document. */
+	if (host_judged && said == GS_VERDICT_CLEAN) {
+		gs_strbuf_release(why); /* nothing to name on a clean host */
+		return GS_HV_CLEAN;
+	}
+	if (host_judged)
+		return GS_HV_NOT_CLEAN;
 	return v;
 }
 
-static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
+static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 {
-	const char *verdict = json_string_value(json_object_get(doc, "verdict"));
-	json_t *gpus = json_object_get(doc, "gpus"), *g, *x;
+	const char *word = json_string_value(json_object_get(doc, GS_JK_VERDICT));
+	json_t *gpus = json_object_get(doc, GS_JK_GPUS), *g, *x;
+	enum gs_verdict verdict = GS_VERDICT_NONE;
 	size_t i, k;
 
-	if (!verdict)
+	if (!word)
 		return GS_HV_FAILED;
-	if (!strcmp(verdict, "clean"))
+	/* A word this gpuslate does not know: the host's own summary says why. */
+	(void)gs_verdict_parse(word, &verdict);
+	if (verdict == GS_VERDICT_CLEAN)
 		return GS_HV_CLEAN;
-	if (!strcmp(verdict, "dry-run")) {
-		json_t *targets = json_object_get(json_object_get(doc, "plan"), "targets");
+	if (verdict == GS_VERDICT_DRY_RUN) {
+		json_t *targets = json_object_get(json_object_get(doc, GS_JK_PLAN), GS_JK_TARGETS);
 
 		if (!json_array_size(targets))
-			sb_addf(why, "nothing to stop");
+			gs_strbuf_addf(why, "nothing to stop");
 		json_array_foreach(targets, i, x) {
 			if (i == 0)
-				sb_addf(why, "would stop ");
-			sb_pid(why, doc, json_integer_value(json_object_get(x, "pid")), i == 0);
+				gs_strbuf_addf(why, "would stop ");
+			sb_pid(why, doc, json_integer_value(json_object_get(x, GS_JK_PID)), i == 0);
 		}
 		return GS_HV_DRY_RUN;
 	}
-	if (!strcmp(verdict, "selection-gone")) {
+	if (verdict == GS_VERDICT_SELECTION_GONE) {
 		/* Named with the processes left alone that keep each GPU busy. */
 		json_array_foreach(gpus, i, g) {
-			json_t *others = json_object_get(g, "left_alone_holders");
+			json_t *others = json_object_get(g, GS_JK_LEFT_ALONE_HOLDERS);
 
 			if (!json_array_size(others))
 				continue;
-			sb_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
-				(long long)json_integer_value(json_object_get(g, "index")));
+			gs_strbuf_addf(why, "%sGPU %lld held by ", why->len ? "; " : "",
+				(long long)json_integer_value(json_object_get(g, GS_JK_INDEX)));
 			json_array_foreach(others, k, x) {
-				sb_pid(why, doc, json_integer_value(json_object_get(x, "pid")), k == 0);
+				sb_pid(why, doc, json_integer_value(json_object_get(x, GS_JK_PID)), k == 0);
 			}
-			sb_addf(why, " (left alone)");
+			gs_strbuf_addf(why, " (left alone)");
 		}
 		return GS_HV_SELECTION_GONE;
 	}
-	if (!strcmp(verdict, "no-match")) {
-		json_array_foreach(json_object_get(doc, "unmatched"), i, x) {
+	if (verdict == GS_VERDICT_NO_MATCH) {
+		json_array_foreach(json_object_get(doc, GS_JK_UNMATCHED), i, x) {
 			const char *u = json_string_value(x);
 			char *safe = u ? gs_text_dup(u, strlen(u), 64) : NULL;
 
 			if (safe)
-				sb_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
+				gs_strbuf_addf(why, "%s%s", i ? ", " : "nothing matched: ", safe);
 			free(safe);
 		}
 		if (why->len)
-			sb_addf(why, " %s no process", json_array_size(json_object_get(doc, "unmatched")) == 1 ? "matches" : "match");
+			gs_strbuf_addf(why, " %s no process", json_array_size(json_object_get(doc, GS_JK_UNMATCHED)) == 1 ? "matches" : "match");
 		else
-			sb_addf(why, "nothing matched the filters");
+			gs_strbuf_addf(why, "nothing matched the filters");
 		return GS_HV_NO_MATCH;
 	}
-	if (!strcmp(verdict, "not-clean")) {
+	if (verdict == GS_VERDICT_NOT_CLEAN) {
 		json_array_foreach(gpus, i, g) {
-			json_t *held = json_object_get(g, "held_by");
+			json_t *held = json_object_get(g, GS_JK_HELD_BY);
 
-			if (json_is_true(json_object_get(g, "clean")))
+			if (json_is_true(json_object_get(g, GS_JK_CLEAN)))
 				continue;
-			sb_addf(why, "%sGPU %lld", why->len ? "; " : "", (long long)json_integer_value(json_object_get(g, "index")));
+			gs_strbuf_addf(why, "%sGPU %lld", why->len ? "; " : "", (long long)json_integer_value(json_object_get(g, GS_JK_INDEX)));
 			json_array_foreach(held, k, x) {
 				if (k == 0)
-					sb_addf(why, " held by ");
+					gs_strbuf_addf(why, " held by ");
 				sb_pid(why, doc, json_integer_value(x), k == 0);
 			}
 			if (!json_array_size(held)) {
-				json_t *after = json_object_get(g, "memory_after_mib");
-				json_t *unowned = json_object_get(g, "unowned_mib");
+				json_t *after = json_object_get(g, GS_JK_MEMORY_AFTER_MIB);
+				json_t *unowned = json_object_get(g, GS_JK_UNOWNED_MIB);
 
 				if (json_is_integer(after))
-					sb_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
+					gs_strbuf_addf(why, ": %lld MiB still used", (long long)json_integer_value(after));
 				if (json_is_integer(unowned) && json_integer_value(unowned) > 0)
-					sb_addf(why, ", %lld MiB held with no process (driver-held)",
+					gs_strbuf_addf(why, ", %lld MiB held with no process (driver-held)",
 						(long long)json_integer_value(unowned));
 			}
 		}
-		json_array_foreach(json_object_get(doc, "respawns"), i, x) {
-			const char *by = json_string_value(json_object_get(x, "by"));
+		json_array_foreach(json_object_get(doc, GS_JK_RESPAWNS), i, x) {
+			const char *by = json_string_value(json_object_get(x, GS_JK_BY));
 
-			sb_addf(why, "%s%lld respawned", why->len ? "; " : "",
-				(long long)json_integer_value(json_object_get(x, "pid")));
+			gs_strbuf_addf(why, "%s%lld respawned", why->len ? "; " : "",
+				(long long)json_integer_value(json_object_get(x, GS_JK_PID)));
 			if (by) {
 				char *safe = gs_text_dup(by, strlen(by), 64);
 
 				if (safe)
-					sb_addf(why, " by %s", safe);
+					gs_strbuf_addf(why, " by %s", safe);
 				free(safe);
 			}
 		}
@@ -349,7 +339,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 	}
 	/* refused, driver-failure, unverified: the host's own one-liner says why */
 	{
-		const char *sum = json_string_value(json_object_get(doc, "summary"));
+		const char *sum = json_string_value(json_object_get(doc, GS_JK_SUMMARY));
 
 		if (sum) {
 			char *safe;
@@ -358,7 +348,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
 				sum += 10;
 			safe = gs_text_dup(sum, strlen(sum), GS_LINE_BYTES);
 			if (safe)
-				sb_addf(why, "%s", safe);
+				gs_strbuf_addf(why, "%s", safe);
 			free(safe);
 		}
 	}
@@ -372,7 +362,7 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct sbuf *why)
  * another gpuslate reclaim still holds the lock after 60 s". */
 static int judge_early_failure(struct gs_host_result *r, json_t *doc, json_t *err)
 {
-	const char *v = json_string_value(json_object_get(doc, "verdict"));
+	const char *v = json_string_value(json_object_get(doc, GS_JK_VERDICT));
 	char *why = gs_text_dup(json_string_value(err), json_string_length(err), GS_LINE_BYTES);
 	char *word = v ? gs_text_dup(v, strlen(v), 20) : NULL;
 
@@ -389,16 +379,16 @@ static int judge_early_failure(struct gs_host_result *r, json_t *doc, json_t *er
 
 static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs_merge_opts *m)
 {
-	const char *cmd = json_string_value(json_object_get(doc, "command"));
+	const char *cmd = json_string_value(json_object_get(doc, GS_JK_COMMAND));
 	const char *verdict;
-	struct sbuf why = { 0 };
+	struct gs_strbuf why = { 0 };
 	char mem[48], vword[32];
 	bool known;
 	long long mib;
-	size_t ngpus = json_array_size(json_object_get(doc, "gpus"));
+	size_t ngpus = json_array_size(json_object_get(doc, GS_JK_GPUS));
 
-	if (json_is_string(json_object_get(doc, "error")))
-		return judge_early_failure(r, doc, json_object_get(doc, "error"));
+	if (json_is_string(json_object_get(doc, GS_JK_ERROR)))
+		return judge_early_failure(r, doc, json_object_get(doc, GS_JK_ERROR));
 	if (!cmd || !m->command || strcmp(cmd, m->command)) {
 		/* the remote's word is quoted sanitized, as all remote text */
 		char *safe = cmd ? gs_text_dup(cmd, strlen(cmd), 20) : NULL;
@@ -411,13 +401,13 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 	}
 	if (!strcmp(cmd, "status")) {
 		r->verdict = judge_status(doc, r->exit_code, m->tolerance_mib, &why);
-		r->status_busy = r->verdict == GS_HV_NOT_CLEAN && r->exit_code == 0;
-		sum_mib(json_object_get(doc, "gpus"), "memory_used_mib", NULL, &known, &mib);
-		verdict = r->exit_code == 3 ? "driver failure" : NULL;
+		r->status_busy = r->verdict == GS_HV_NOT_CLEAN && r->exit_code == GS_EXIT_CLEAN;
+		sum_mib(json_object_get(doc, GS_JK_GPUS), GS_JK_MEMORY_USED_MIB, NULL, &known, &mib);
+		verdict = r->exit_code == GS_EXIT_DRIVER ? "driver failure" : NULL;
 	} else {
 		r->verdict = judge_reclaim(doc, &why);
-		sum_mib(json_object_get(doc, "gpus"), "memory_after_mib", "memory_before_mib", &known, &mib);
-		verdict = json_string_value(json_object_get(doc, "verdict"));
+		sum_mib(json_object_get(doc, GS_JK_GPUS), GS_JK_MEMORY_AFTER_MIB, GS_JK_MEMORY_BEFORE_MIB, &known, &mib);
+		verdict = json_string_value(json_object_get(doc, GS_JK_VERDICT));
 	}
 	if (r->verdict == GS_HV_FAILED) {
 		free(why.p);
@@ -467,7 +457,7 @@ static int classify_failure(struct gs_host_result *r, const struct gs_run_output
 				   has(e, "Connection reset") || has(e, "kex_exchange_identification"))) {
 		r->failure = GS_HF_UNREACHABLE;
 		r->error = xasprintf("unreachable: %s", line);
-	} else if (code == 2 && has(e, "unknown option '--remote'")) {
+	} else if (code == GS_EXIT_USAGE && has(e, "unknown option '--remote'")) {
 		r->failure = GS_HF_TOO_OLD;
 		r->error = strdup("gpuslate on the host is too old (no --remote mode): install this version there");
 	} else if (code == 127 || (o->out_len == 0 && !gs_startswith(line, "gpuslate: ") &&
@@ -541,7 +531,7 @@ int gs_host_result_make(struct gs_host_result *r, const char *host, const struct
 		json_decref(doc);
 		return classify_failure(r, o, m);
 	}
-	sv = json_object_get(doc, "schema_version");
+	sv = json_object_get(doc, GS_JK_SCHEMA_VERSION);
 	if (!json_is_integer(sv)) {
 		json_decref(doc);
 		return classify_failure(r, o, m);
@@ -599,16 +589,16 @@ void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_flee
 int gs_fleet_exit_status(const struct gs_fleet_summary *s)
 {
 	if (s->failed)
-		return 4;
+		return GS_EXIT_HOSTS;
 	if (s->not_clean > s->busy)
-		return 1;
+		return GS_EXIT_NOT_CLEAN;
 	if (s->selection_gone)
-		return 6;
+		return GS_EXIT_SELECTION_GONE;
 	/* A unit or user on some hosts only: nothing there is no failure,
 	 * as long as the selection matched somewhere. */
 	if (s->no_match && !s->clean && !s->dry_run)
-		return 7;
-	return 0;
+		return GS_EXIT_NO_MATCH;
+	return GS_EXIT_CLEAN;
 }
 
 int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret)
@@ -690,7 +680,7 @@ int gs_fleet_render_prefixed(const struct gs_host_result *r, size_t n, char **re
 	if (!f)
 		return -ENOMEM;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		json_t *out = r[i].report ? json_object_get(r[i].report, "output") : NULL;
+		json_t *out = r[i].report ? json_object_get(r[i].report, GS_JK_OUTPUT) : NULL;
 		const char *p = json_string_value(out);
 		size_t left = json_string_length(out);
 
@@ -725,10 +715,10 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_t *j = json_object(), *hosts = json_array(), *sj = json_object();
 	struct gs_fleet_summary sum;
 
-	json_object_set_new(j, "schema_version", json_integer(GS_FLEET_SCHEMA_VERSION));
+	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_FLEET_SCHEMA_VERSION));
 	json_object_set_new(j, "tool", json_string("gpuslate"));
 	json_object_set_new(j, "version", json_string(GS_VERSION));
-	json_object_set_new(j, "command", json_string(command));
+	json_object_set_new(j, GS_JK_COMMAND, json_string(command));
 	json_object_set_new(j, "interrupted", json_boolean(interrupted));
 	for (size_t i = 0; i < n; i++) {
 		json_t *h = json_object();
@@ -736,11 +726,11 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 
 		json_object_set_new(h, "host", json_string(r[i].host));
 		json_object_set_new(h, "ok", json_boolean(r[i].verdict != GS_HV_FAILED));
-		json_object_set_new(h, "verdict", json_string(verdict_str(r[i].verdict)));
+		json_object_set_new(h, GS_JK_VERDICT, json_string(verdict_str(r[i].verdict)));
 		json_object_set_new(h, "failure", fs ? json_string(fs) : json_null());
 		json_object_set_new(h, "error", r[i].error ? json_string(r[i].error) : json_null());
-		json_object_set_new(h, "summary", r[i].line ? json_string(r[i].line) : json_null());
-		json_object_set_new(h, "exit_status", r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
+		json_object_set_new(h, GS_JK_SUMMARY, r[i].line ? json_string(r[i].line) : json_null());
+		json_object_set_new(h, GS_JK_EXIT_STATUS, r[i].exit_code >= 0 ? json_integer(r[i].exit_code) : json_null());
 		json_object_set_new(h, "elapsed_s", json_real(r[i].elapsed_ms / 1000.0));
 		json_object_set(h, "stderr", r[i].stderr_json ? r[i].stderr_json : json_null());
 		json_object_set(h, "report", r[i].report ? r[i].report : json_null());
@@ -756,7 +746,7 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "selection_gone", json_integer((json_int_t)sum.selection_gone));
 	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
 	json_object_set_new(sj, "busy", json_integer((json_int_t)sum.busy));
-	json_object_set_new(j, "summary", sj);
-	json_object_set_new(j, "exit_status", json_integer(gs_fleet_exit_status(&sum)));
+	json_object_set_new(j, GS_JK_SUMMARY, sj);
+	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_status(&sum)));
 	return j;
 }

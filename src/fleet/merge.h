@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleet/runner.h"
+#include "util/runner.h"
 
 /* The schema of the host documents this build understands. */
 #define GS_FLEET_SCHEMA_VERSION 1

@@ -1,102 +1,15 @@
 /* The per-host command of a fleet run; see remote.h for the shapes. */
 #include "fleet/remote.h"
-#include "fleet/merge.h"
+#include "core/options.h"
 #include "util/sanitize.h"
+#include "util/strv.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
-/* A growing NULL-terminated string vector; one owner, freed with
- * gs_inventory_strv_free. */
-struct strv {
-	char **v;
-	size_t n, cap;
-};
-
-static int strv_add_owned(struct strv *s, char *w)
-{
-	if (!w)
-		return -ENOMEM;
-	if (s->n + 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		char **v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v) {
-			free(w);
-			return -ENOMEM;
-		}
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = w;
-	s->v[s->n] = NULL;
-	return 0;
-}
-
-static int strv_add(struct strv *s, const char *w)
-{
-	return strv_add_owned(s, strdup(w));
-}
-
-static int strv_addf(struct strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int strv_addf(struct strv *s, const char *fmt, ...)
-{
-	va_list ap;
-	char *w;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&w, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	return strv_add_owned(s, w);
-}
-
-static int strv_add_all(struct strv *s, char *const *words)
-{
-	for (size_t i = 0; words && words[i]; i++) {
-		int r = strv_add(s, words[i]);
-
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Hand the vector over (an empty one becomes a vector of no words). */
-static char **strv_take(struct strv *s)
-{
-	char **v = s->v;
-
-	if (!v)
-		v = calloc(1, sizeof(*v));
-	s->v = NULL;
-	s->n = s->cap = 0;
-	return v;
-}
-
-static void strv_release(struct strv *s)
-{
-	gs_inventory_strv_free(s->v);
-	s->v = NULL;
-	s->n = s->cap = 0;
-}
 
 static int word_ok(const char *w)
 {
@@ -170,91 +83,106 @@ int gs_sh_join(char *const *words, char **ret)
 }
 
 /* Milliseconds as the seconds gs_parse_seconds reads back exactly. */
-static int add_secs(struct strv *s, const char *opt, uint64_t ms)
+static int add_secs(struct gs_strv *s, const char *opt, uint64_t ms)
 {
-	int r = strv_add(s, opt);
+	int r = gs_strv_add(s, opt);
 
 	if (r < 0)
 		return r;
 	if (ms % 1000)
-		return strv_addf(s, "%llu.%03llu", (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000));
-	return strv_addf(s, "%llu", (unsigned long long)(ms / 1000));
+		return gs_strv_addf(s, "%llu.%03llu", (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000));
+	return gs_strv_addf(s, "%llu", (unsigned long long)(ms / 1000));
 }
 
 /* "--opt=value" keeps an option and its value in one word, so a value that
  * starts with '-' can never be read as another option on the far side. */
-static int add_opt(struct strv *s, const char *opt, const char *val)
+static int add_opt(struct gs_strv *s, const char *opt, const char *val)
 {
-	return strv_addf(s, "%s=%s", opt, val);
+	return gs_strv_addf(s, "%s=%s", opt, val);
 }
 
-int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errlen)
+/* One option of the table as the far side must read it. */
+static int add_forwarded(struct gs_strv *s, const struct gs_option *o, const struct gs_request *req)
 {
-	struct strv s = { 0 };
-	bool acts = cli->cmd == GS_CMD_RECLAIM;
-	bool waits = cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT;
+	const char *base = (const char *)req;
+	char opt[48];
+
+	snprintf(opt, sizeof(opt), "--%s", o->name);
+	if (o->forward == GS_FWD_SPECIAL) {
+		switch (o->key) {
+		case 'y':
+			/* The operator confirmed on this side (or gave -y); the
+			 * far side has no terminal to ask on. */
+			return req->dry_run ? 0 : gs_strv_add(s, opt);
+		case 'v':
+			/* The text forms travel inside the JSON document
+			 * ("output"); the controller prefixes each line. */
+			return req->verbose && !req->json ? gs_strv_add(s, opt) : 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	switch (o->type) {
+	case GS_OT_FLAG:
+	case GS_OT_REMOTE:
+		return *(const bool *)(base + o->off) ? gs_strv_add(s, opt) : 0;
+	case GS_OT_STRING:
+	case GS_OT_GPUS:
+	case GS_OT_FORMAT: {
+		const char *v = *(const char *const *)(base + o->off);
+
+		return v ? add_opt(s, opt, v) : 0;
+	}
+	case GS_OT_LIST: {
+		const char *const *v = (const char *const *)(base + o->off);
+		size_t n = *(const size_t *)(base + o->count_off);
+		int r = 0;
+
+		for (size_t i = 0; !r && i < n; i++)
+			r = add_opt(s, opt, v[i]);
+		return r;
+	}
+	case GS_OT_MS: {
+		uint64_t ms = *(const uint64_t *)(base + o->off);
+
+		return ms || o->forward == GS_FWD_ALWAYS ? add_secs(s, opt, ms) : 0;
+	}
+	case GS_OT_MS_SHORT: {
+		unsigned ms = *(const unsigned *)(base + o->off);
+
+		return ms || o->forward == GS_FWD_ALWAYS ? add_secs(s, opt, ms) : 0;
+	}
+	case GS_OT_MIB:
+		return gs_strv_addf(s, "%s=%llu", opt, (unsigned long long)*(const uint64_t *)(base + o->off));
+	case GS_OT_FANOUT:
+	case GS_OT_HELP:
+	case GS_OT_VERSION:
+		break;
+	}
+	return -EINVAL;
+}
+
+int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t errlen)
+{
+	struct gs_strv s = { 0 };
 	int r = 0;
 
-	if (cli->cmd != GS_CMD_STATUS && cli->cmd != GS_CMD_RECLAIM && cli->cmd != GS_CMD_WAIT) {
-		seterr(err, errlen, "no fleet command");
+	if (req->cmd != GS_CMD_STATUS && req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT) {
+		gs_seterr(err, errlen, "no fleet command");
 		return -EINVAL;
 	}
-	r = strv_add(&s, "--remote");
-	if (!r && cli->gpus)
-		r = add_opt(&s, "--gpus", cli->gpus);
-	if (!r && cli->no_nvml)
-		r = strv_add(&s, "--no-nvml");
-	if (!r && cli->nvml_timeout_ms)
-		r = add_secs(&s, "--nvml-timeout", cli->nvml_timeout_ms);
-	/* The text forms travel inside the JSON document ("output"); the
-	 * controller prefixes each line with the host. */
-	if (!r && cli->verbose && !cli->json)
-		r = strv_add(&s, "--verbose");
-	if (cli->cmd == GS_CMD_STATUS) {
-		if (!r && cli->csv)
-			r = strv_add(&s, "--csv");
-		if (!r && cli->query_gpu)
-			r = add_opt(&s, "--query-gpu", cli->query_gpu);
-		if (!r && cli->query_apps)
-			r = add_opt(&s, "--query-compute-apps", cli->query_apps);
-		if (!r && cli->format)
-			r = add_opt(&s, "--format", cli->format);
-	}
-	if (acts) {
-		for (size_t i = 0; !r && i < cli->n_users; i++)
-			r = add_opt(&s, "--user", cli->users[i]);
-		for (size_t i = 0; !r && i < cli->n_units; i++)
-			r = add_opt(&s, "--unit", cli->units[i]);
-		for (size_t i = 0; !r && i < cli->n_containers; i++)
-			r = add_opt(&s, "--container", cli->containers[i]);
-		if (!r && cli->match)
-			r = add_opt(&s, "--match", cli->match);
-		if (!r && cli->include_clients)
-			r = strv_add(&s, "--include-clients");
-		for (size_t i = 0; !r && i < cli->n_includes; i++)
-			r = add_opt(&s, "--include", cli->includes[i]);
-		if (!r && cli->no_units)
-			r = strv_add(&s, "--no-units");
-		if (!r)
-			r = add_secs(&s, "--grace", cli->grace_ms);
-		/* The operator confirmed on this side (or gave -y); the far side
-		 * has no terminal to ask on. */
-		if (!r)
-			r = strv_add(&s, cli->dry_run ? "--dry-run" : "--yes");
-	}
-	if (waits) {
-		if (!r)
-			r = add_secs(&s, "--timeout", cli->timeout_ms);
-		if (!r)
-			r = strv_addf(&s, "--tolerance=%llu", (unsigned long long)cli->tolerance_mib);
-		if (!r && cli->reason)
-			r = add_opt(&s, "--reason", cli->reason);
-	}
+	r = gs_strv_add(&s, "--remote");
+	/* The option table says what travels (core/options.c): what selects,
+	 * acts and times, for the commands that take it, never the local
+	 * ones (-w, --ssh, --dev-root). */
+	for (const struct gs_option *o = gs_options; !r && o->name; o++)
+		if (o->forward != GS_FWD_NO && gs_option_valid_for(o, req->cmd))
+			r = add_forwarded(&s, o, req);
 	if (!r)
-		r = strv_add(&s, cli->cmd_name);
+		r = gs_strv_add(&s, req->cmd_name);
 	if (r < 0) {
-		strv_release(&s);
-		seterr(err, errlen, "out of memory");
+		gs_strv_release(&s);
+		gs_seterr(err, errlen, "out of memory");
 		return r;
 	}
 	for (size_t i = 0; i < s.n; i++)
@@ -264,14 +192,14 @@ int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errl
 			 * got it refused must not reach the terminal raw. */
 			char *shown = gs_text_dup(s.v[i], strlen(s.v[i]), 40);
 
-			seterr(err, errlen, "cannot pass '%s' to the remote hosts: %s", shown ? shown : "?",
+			gs_seterr(err, errlen, "cannot pass '%s' to the remote hosts: %s", shown ? shown : "?",
 			       strlen(s.v[i]) > GS_REMOTE_WORD_MAX ? "too long" : "it contains a line break");
 			free(shown);
-			strv_release(&s);
+			gs_strv_release(&s);
 			return -EINVAL;
 		}
 		}
-	*ret = strv_take(&s);
+	*ret = gs_strv_take(&s);
 	return *ret ? 0 : -ENOMEM;
 }
 
@@ -280,7 +208,7 @@ static int split_or_default(const char *s, const char *def, char ***ret, size_t 
 	return gs_inventory_split_words(s && *s ? s : def, ret, n);
 }
 
-int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_cli *cli, const struct gs_inventory *inv,
+int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *req, const struct gs_inventory *inv,
 		       char *err, size_t errlen)
 {
 	size_t n = 0;
@@ -288,22 +216,22 @@ int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_cli *cli, cons
 
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->inv = inv;
-	ctx->connect_timeout_ms = cli->connect_timeout_ms;
-	r = split_or_default(cli->ssh_cmd, "ssh", &ctx->ssh, &n);
+	ctx->connect_timeout_ms = req->connect_timeout_ms;
+	r = split_or_default(req->ssh_cmd, "ssh", &ctx->ssh, &n);
 	if (r < 0 || n == 0) {
-		seterr(err, errlen, "invalid ssh command '%s'%s", cli->ssh_cmd ? cli->ssh_cmd : "",
+		gs_seterr(err, errlen, "invalid ssh command '%s'%s", req->ssh_cmd ? req->ssh_cmd : "",
 		       r == -EINVAL ? ": unterminated quote" : ": empty");
 		r = r < 0 ? r : -EINVAL;
 		goto fail;
 	}
-	r = split_or_default(cli->remote_cmd, "gpuslate", &ctx->remote_cmd, &n);
+	r = split_or_default(req->remote_cmd, "gpuslate", &ctx->remote_cmd, &n);
 	if (r < 0 || n == 0) {
-		seterr(err, errlen, "invalid --remote-cmd '%s'%s", cli->remote_cmd ? cli->remote_cmd : "",
+		gs_seterr(err, errlen, "invalid --remote-cmd '%s'%s", req->remote_cmd ? req->remote_cmd : "",
 		       r == -EINVAL ? ": unterminated quote" : ": empty");
 		r = r < 0 ? r : -EINVAL;
 		goto fail;
 	}
-	r = gs_remote_tail(cli, &ctx->tail, err, errlen);
+	r = gs_remote_tail(req, &ctx->tail, err, errlen);
 	if (r < 0)
 		goto fail;
 	return 0;
@@ -314,49 +242,49 @@ fail:
 
 void gs_remote_ctx_free(struct gs_remote_ctx *ctx)
 {
-	gs_inventory_strv_free(ctx->ssh);
-	gs_inventory_strv_free(ctx->remote_cmd);
-	gs_inventory_strv_free(ctx->tail);
+	gs_strv_free(ctx->ssh);
+	gs_strv_free(ctx->remote_cmd);
+	gs_strv_free(ctx->tail);
 	ctx->ssh = ctx->remote_cmd = ctx->tail = NULL;
 }
 
 /* The words that run on the target itself: container entry, then the
  * remote command and its options. */
-static int inner_words(const struct gs_remote_ctx *ctx, const struct gs_host_entry *e, struct strv *in)
+static int inner_words(const struct gs_remote_ctx *ctx, const struct gs_host_entry *e, struct gs_strv *in)
 {
 	int r = 0;
 
 	if (e && e->transport == GS_TRANSPORT_PCT) {
-		r = strv_add(in, "pct");
+		r = gs_strv_add(in, "pct");
 		if (!r)
-			r = strv_add(in, "exec");
+			r = gs_strv_add(in, "exec");
 		if (!r)
-			r = strv_addf(in, "%u", e->vmid);
+			r = gs_strv_addf(in, "%u", e->vmid);
 		if (!r)
-			r = strv_add(in, "--");
+			r = gs_strv_add(in, "--");
 	} else if (e && e->transport == GS_TRANSPORT_LXC) {
-		r = strv_add(in, "lxc-attach");
+		r = gs_strv_add(in, "lxc-attach");
 		if (!r)
-			r = strv_add(in, "-n");
+			r = gs_strv_add(in, "-n");
 		if (!r)
-			r = strv_add(in, e->container);
+			r = gs_strv_add(in, e->container);
 		if (!r)
-			r = strv_add(in, "--");
+			r = gs_strv_add(in, "--");
 	} else if (e && e->transport == GS_TRANSPORT_DOCKER) {
 		/* -i: the remote gpuslate watches its stdin for the controller
 		 * leaving; without it docker gives it an empty stdin. */
-		r = strv_add(in, "docker");
+		r = gs_strv_add(in, "docker");
 		if (!r)
-			r = strv_add(in, "exec");
+			r = gs_strv_add(in, "exec");
 		if (!r)
-			r = strv_add(in, "-i");
+			r = gs_strv_add(in, "-i");
 		if (!r)
-			r = strv_add(in, e->container);
+			r = gs_strv_add(in, e->container);
 	}
 	if (!r)
-		r = strv_add_all(in, e && e->remote_cmd ? e->remote_cmd : ctx->remote_cmd);
+		r = gs_strv_add_all(in, e && e->remote_cmd ? e->remote_cmd : ctx->remote_cmd);
 	if (!r)
-		r = strv_add_all(in, ctx->tail);
+		r = gs_strv_add_all(in, ctx->tail);
 	return r;
 }
 
@@ -370,7 +298,7 @@ static uint64_t connect_secs(uint64_t ms)
 int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***ret, char *err, size_t errlen)
 {
 	const struct gs_host_entry *e = gs_inventory_find(ctx->inv, host);
-	struct strv out = { 0 }, in = { 0 };
+	struct gs_strv out = { 0 }, in = { 0 };
 	const char *at = strchr(host, '@');
 	const char *name = at ? at + 1 : host;
 	const char *user = NULL, *target;
@@ -384,13 +312,13 @@ int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***re
 	if (e && e->transport == GS_TRANSPORT_EXEC) {
 		/* pdsh's exec module: the template, then the command as words.
 		 * Local argv, no shell, so no quoting. */
-		r = strv_add_all(&out, e->exec_argv);
+		r = gs_strv_add_all(&out, e->exec_argv);
 		if (!r)
-			r = strv_add_all(&out, in.v);
+			r = gs_strv_add_all(&out, in.v);
 		if (r < 0)
 			goto oom;
-		strv_release(&in);
-		*ret = strv_take(&out);
+		gs_strv_release(&in);
+		*ret = gs_strv_take(&out);
 		return *ret ? 0 : -ENOMEM;
 	}
 
@@ -401,56 +329,56 @@ int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***re
 	} else if (e && e->user) {
 		user = e->user;
 	}
-	r = strv_add_all(&out, ctx->ssh);
+	r = gs_strv_add_all(&out, ctx->ssh);
 	if (!r)
-		r = strv_add(&out, "-o");
+		r = gs_strv_add(&out, "-o");
 	if (!r)
-		r = strv_add(&out, "BatchMode=yes");
+		r = gs_strv_add(&out, "BatchMode=yes");
 	if (!r)
-		r = strv_add(&out, "-o");
+		r = gs_strv_add(&out, "-o");
 	/* ssh wants whole seconds; round up so 0.5 does not become "no limit" (0). */
 	if (!r)
-		r = strv_addf(&out, "ConnectTimeout=%llu", (unsigned long long)connect_secs(ctx->connect_timeout_ms));
+		r = gs_strv_addf(&out, "ConnectTimeout=%llu", (unsigned long long)connect_secs(ctx->connect_timeout_ms));
 	if (!r && e)
-		r = strv_add_all(&out, e->ssh_opts);
+		r = gs_strv_add_all(&out, e->ssh_opts);
 	if (!r && e && e->port) {
-		r = strv_add(&out, "-p");
+		r = gs_strv_add(&out, "-p");
 		if (!r)
-			r = strv_addf(&out, "%u", e->port);
+			r = gs_strv_addf(&out, "%u", e->port);
 	}
 	/* via=user@host names its own user; -l would fight with it. */
 	if (!r && user && !strchr(target, '@')) {
-		r = strv_add(&out, "-l");
+		r = gs_strv_add(&out, "-l");
 		if (!r)
-			r = strv_add(&out, user);
+			r = gs_strv_add(&out, user);
 	}
 	free(user_owned);
 	user_owned = NULL;
 	if (!r)
-		r = strv_add(&out, target);
+		r = gs_strv_add(&out, target);
 	/* After the destination, "--" ends ssh's option parsing (it parses
 	 * options again after the host name). */
 	if (!r)
-		r = strv_add(&out, "--");
+		r = gs_strv_add(&out, "--");
 	if (r < 0)
 		goto oom;
 	r = gs_sh_join(in.v, &cmd);
 	if (r < 0) {
-		seterr(err, errlen, r == -EINVAL ? "cannot quote the remote command for %s" : "out of memory", host);
-		strv_release(&in);
-		strv_release(&out);
+		gs_seterr(err, errlen, r == -EINVAL ? "cannot quote the remote command for %s" : "out of memory", host);
+		gs_strv_release(&in);
+		gs_strv_release(&out);
 		return r;
 	}
-	r = strv_add_owned(&out, cmd);
+	r = gs_strv_add_owned(&out, cmd);
 	if (r < 0)
 		goto oom;
-	strv_release(&in);
-	*ret = strv_take(&out);
+	gs_strv_release(&in);
+	*ret = gs_strv_take(&out);
 	return *ret ? 0 : -ENOMEM;
 oom:
 	free(user_owned);
-	strv_release(&in);
-	strv_release(&out);
-	seterr(err, errlen, "out of memory");
+	gs_strv_release(&in);
+	gs_strv_release(&out);
+	gs_seterr(err, errlen, "out of memory");
 	return -ENOMEM;
 }

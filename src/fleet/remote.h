@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli/cli.h"
+#include "core/request.h"
 #include "fleet/inventory.h"
 
 #define GS_REMOTE_WORD_MAX 4096
@@ -56,21 +56,21 @@ int gs_sh_quote(const char *word, char **ret);
 int gs_sh_join(char *const *words, char **ret);
 
 /* The options part of the remote argv, after the remote command words:
- * --remote, selection and acting options, then the command. cli->cmd must be
+ * --remote, selection and acting options, then the command. req->cmd must be
  * status, reclaim or wait. -EINVAL (with a reason in err) for a word that
  * cannot be quoted. */
-int gs_remote_tail(const struct gs_cli *cli, char ***ret, char *err, size_t errlen);
+int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t errlen);
 
-/* Fill ctx from the options: ssh words from cli->ssh_cmd (default "ssh"),
- * remote command from cli->remote_cmd (default "gpuslate"), the tail. inv is
+/* Fill ctx from the options: ssh words from req->ssh_cmd (default "ssh"),
+ * remote command from req->remote_cmd (default "gpuslate"), the tail. inv is
  * borrowed. Errors are described in err. */
-int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_cli *cli, const struct gs_inventory *inv,
+int gs_remote_ctx_init(struct gs_remote_ctx *ctx, const struct gs_request *req, const struct gs_inventory *inv,
 		       char *err, size_t errlen);
 void gs_remote_ctx_free(struct gs_remote_ctx *ctx);
 
 /* The local argv that runs gpuslate for host ("host" or "user@host", as
  * listed by -w). A user@ on the command line wins over the inventory's
- * user=. Free with gs_inventory_strv_free. */
+ * user=. Free with gs_strv_free. */
 int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***ret, char *err, size_t errlen);
 
 #endif

@@ -16,13 +16,13 @@ bool gs_color_ok(FILE *f)
 	return fd >= 0 && isatty(fd);
 }
 
-const char *gs_color_verdict(FILE *f, const char *verdict)
+const char *gs_color_verdict(FILE *f, enum gs_verdict verdict)
 {
-	if (!verdict || !gs_color_ok(f))
+	if (verdict == GS_VERDICT_NONE || !gs_color_ok(f))
 		return "";
-	if (!strcmp(verdict, "clean"))
+	if (verdict == GS_VERDICT_CLEAN)
 		return "\033[1;32m";
-	if (!strcmp(verdict, "dry-run") || !strcmp(verdict, "refused"))
+	if (verdict == GS_VERDICT_DRY_RUN || verdict == GS_VERDICT_REFUSED)
 		return "\033[1;33m";
 	return "\033[1;31m";
 }

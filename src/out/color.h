@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "core/verdict.h"
+
 #define GS_SGR_RESET "\033[0m"
 
 /* True if escape sequences may be written to f. */
@@ -14,7 +16,7 @@ bool gs_color_ok(FILE *f);
 
 /* The SGR sequence for a verdict ("clean" green, "dry-run" and "refused"
  * yellow, anything else bold red), or "" when colour is off for f. */
-const char *gs_color_verdict(FILE *f, const char *verdict);
+const char *gs_color_verdict(FILE *f, enum gs_verdict verdict);
 
 /* GS_SGR_RESET when sgr is a sequence, else "". */
 const char *gs_color_end(const char *sgr);

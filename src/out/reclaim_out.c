@@ -1,3 +1,4 @@
+#include "core/json_keys.h"
 #include "out/reclaim_out.h"
 #include "out/color.h"
 #include "out/status_out.h"
@@ -195,7 +196,7 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		return;
 	}
 	if (!v) {
-		snprintf(buf, len, "gpuslate: %s", r->verdict);
+		snprintf(buf, len, "gpuslate: %s", gs_verdict_name(r->verdict));
 		return;
 	}
 	if (v->clean && v->others_hold) {
@@ -416,9 +417,9 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 	{
 		const char *c = gs_color_verdict(f, r->verdict);
 
-		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, r->verdict, gs_color_end(c), r->elapsed_ms / 1000.0);
+		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
 	}
-	if (strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+	if (!gs_verdict_ok(r->verdict))
 		fprintf(f, "%s\n", line);
 }
 
@@ -463,35 +464,35 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 	json_t *units = json_array();
 	char summary[1024];
 
-	json_object_set_new(j, "schema_version", json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_SCHEMA_VERSION));
 	json_object_set_new(j, "tool", json_string("gpuslate"));
 	json_object_set_new(j, "version", json_string(GS_VERSION));
-	json_object_set_new(j, "command", json_string(r->command));
+	json_object_set_new(j, GS_JK_COMMAND, json_string(r->command));
 	json_object_set_new(j, "host", gs_json_text(s->host));
-	json_object_set_new(j, "verdict", json_string(r->verdict));
-	json_object_set_new(j, "exit_status", json_integer(r->exit_status));
+	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(r->verdict)));
+	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(r->exit_status));
 	json_object_set_new(j, "dry_run", json_boolean(r->dry_run));
 	gs_reclaim_summary(r, summary, sizeof(summary));
-	json_object_set_new(j, "summary", gs_json_text(summary));
+	json_object_set_new(j, GS_JK_SUMMARY, gs_json_text(summary));
 	{
 		/* An operator's --reason leads; the diagnosis follows when the
 		 * GPUs are not clean, so a drain reason says what was wrong. */
 		char reason[1400];
 
-		if (r->reason && *r->reason && strcmp(r->verdict, "clean") && strcmp(r->verdict, "dry-run"))
+		if (r->reason && *r->reason && !gs_verdict_ok(r->verdict))
 			snprintf(reason, sizeof(reason), "%s: %s", r->reason, summary);
 		else
 			snprintf(reason, sizeof(reason), "%s", r->reason && *r->reason ? r->reason : summary);
 		/* --reason is the operator's text: valid UTF-8 kept, a line
 		 * break or control byte escaped (it may become a drain reason) */
-		json_object_set_new(j, "reason", gs_json_text(reason));
+		json_object_set_new(j, GS_JK_REASON, gs_json_text(reason));
 	}
 	{
 		json_t *um = json_array();
 
 		for (size_t i = 0; i < r->n_unmatched; i++)
 			json_array_append_new(um, gs_json_text(r->unmatched[i]));
-		json_object_set_new(j, "unmatched", um);
+		json_object_set_new(j, GS_JK_UNMATCHED, um);
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
@@ -504,11 +505,11 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
 			json_t *o = json_object();
 
-			json_object_set_new(o, "pid", json_integer(t->pid));
-			json_object_set_new(o, "comm", gs_json_text(t->comm));
+			json_object_set_new(o, GS_JK_PID, json_integer(t->pid));
+			json_object_set_new(o, GS_JK_COMM, gs_json_text(t->comm));
 			json_object_set_new(o, "user", h && h->info_ok ? gs_json_text(h->info.user) : json_null());
-			json_object_set_new(o, "gpus", h ? json_gpus_of(s, &h->gpus) : json_array());
-			json_object_set_new(o, "memory_mib", h ? json_mib(h->mem_known, h->mem_used) : json_null());
+			json_object_set_new(o, GS_JK_GPUS, h ? json_gpus_of(s, &h->gpus) : json_array());
+			json_object_set_new(o, GS_JK_MEMORY_MIB, h ? json_mib(h->mem_known, h->mem_used) : json_null());
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
 			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
@@ -526,26 +527,26 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			const struct gs_holder *h = &s->holders[l->holder];
 			json_t *o = json_object();
 
-			json_object_set_new(o, "pid", json_integer(l->pid));
-			json_object_set_new(o, "comm", h->info_ok ? gs_json_text(h->info.st.comm) : json_null());
-			json_object_set_new(o, "role", json_string(gs_role_str(h->role)));
-			json_object_set_new(o, "gpus", json_gpus_of(s, &h->gpus));
-			json_object_set_new(o, "memory_mib", json_mib(h->mem_known, h->mem_used));
-			json_object_set_new(o, "reason", json_string(gs_leave_str(l->why)));
+			json_object_set_new(o, GS_JK_PID, json_integer(l->pid));
+			json_object_set_new(o, GS_JK_COMM, h->info_ok ? gs_json_text(h->info.st.comm) : json_null());
+			json_object_set_new(o, GS_JK_ROLE, json_string(gs_role_str(h->role)));
+			json_object_set_new(o, GS_JK_GPUS, json_gpus_of(s, &h->gpus));
+			json_object_set_new(o, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
+			json_object_set_new(o, GS_JK_REASON, json_string(gs_leave_str(l->why)));
 			if (l->would_end)
 				json_object_set_new(o, "would_end", json_integer(l->would_end));
 			json_object_set_new(o, "protected_name_unverified", json_boolean(h->protected_unverified));
 			json_array_append_new(left, o);
 		}
-		json_object_set_new(plan, "gpus", json_gpus_of(s, &p->gpus));
-		json_object_set_new(plan, "targets", targets);
-		json_object_set_new(plan, "left_alone", left);
-		json_object_set_new(j, "plan", plan);
+		json_object_set_new(plan, GS_JK_GPUS, json_gpus_of(s, &p->gpus));
+		json_object_set_new(plan, GS_JK_TARGETS, targets);
+		json_object_set_new(plan, GS_JK_LEFT_ALONE, left);
+		json_object_set_new(j, GS_JK_PLAN, plan);
 	} else {
 		json_decref(plan);
 		json_decref(targets);
 		json_decref(left);
-		json_object_set_new(j, "plan", json_null());
+		json_object_set_new(j, GS_JK_PLAN, json_null());
 	}
 
 	if (r->stop) {
@@ -558,11 +559,11 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "unit", gs_json_text(p->units[u].unit));
 			json_object_set_new(o, "container",
 					    p->units[u].container[0] ? gs_json_text(p->units[u].container) : json_null());
-			json_object_set_new(o, "command", ur->command[0] ? gs_json_text(ur->command) : json_null());
-			json_object_set_new(o, "exit_status", ur->command[0] ? json_integer(ur->exit_code) : json_null());
+			json_object_set_new(o, GS_JK_COMMAND, ur->command[0] ? gs_json_text(ur->command) : json_null());
+			json_object_set_new(o, GS_JK_EXIT_STATUS, ur->command[0] ? json_integer(ur->exit_code) : json_null());
 			json_object_set_new(o, "timed_out", json_boolean(ur->timed_out));
 			json_object_set_new(o, "stopped", json_boolean(ur->stopped));
-			json_object_set_new(o, "error", ur->error[0] ? gs_json_text(ur->error) : json_null());
+			json_object_set_new(o, GS_JK_ERROR, ur->error[0] ? gs_json_text(ur->error) : json_null());
 			json_object_set_new(o, "seconds", json_real(ur->took_ms / 1000.0));
 			json_array_append_new(units, o);
 		}
@@ -576,8 +577,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_array_append_new(sigs, json_string("SIGCONT"));
 			if (pr->sent & GS_SENT_KILL)
 				json_array_append_new(sigs, json_string("SIGKILL"));
-			json_object_set_new(o, "pid", json_integer(pr->pid));
-			json_object_set_new(o, "comm", gs_json_text(pr->comm));
+			json_object_set_new(o, GS_JK_PID, json_integer(pr->pid));
+			json_object_set_new(o, GS_JK_COMM, gs_json_text(pr->comm));
 			json_object_set_new(o, "action", json_string(gs_action_str(done_action(&p->targets[i], pr))));
 			json_object_set_new(o, "sigterm_dropped", json_term_fate(pr->term));
 			json_object_set_new(o, "signals", sigs);
@@ -602,13 +603,13 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_array_append_new(procs, o);
 		}
 		json_object_set_new(j, "units", units);
-		json_object_set_new(j, "processes", procs);
+		json_object_set_new(j, GS_JK_PROCESSES, procs);
 		json_object_set_new(j, "interrupted", json_boolean(r->stop->interrupted ||
 								   (r->verify && r->verify->interrupted)));
 	} else {
 		json_decref(units);
 		json_object_set_new(j, "units", json_array());
-		json_object_set_new(j, "processes", json_array());
+		json_object_set_new(j, GS_JK_PROCESSES, json_array());
 		json_object_set_new(j, "interrupted", json_boolean(r->verify && r->verify->interrupted));
 	}
 
@@ -625,20 +626,20 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 
 				for (size_t k = 0; k < gv->n_held_by; k++)
 					json_array_append_new(held, json_integer(gv->held_by[k]));
-				json_object_set_new(o, "index", json_integer(gp->index));
+				json_object_set_new(o, GS_JK_INDEX, json_integer(gp->index));
 				json_object_set_new(o, "uuid", gs_json_text(gp->uuid));
 				json_object_set_new(o, "name", gs_json_text(gp->name));
-				json_object_set_new(o, "clean", json_boolean(gv->clean));
-				json_object_set_new(o, "memory_before_mib", json_mib(gv->mem_known, gv->before));
-				json_object_set_new(o, "memory_after_mib", json_mib(gv->mem_known, gv->after));
+				json_object_set_new(o, GS_JK_CLEAN, json_boolean(gv->clean));
+				json_object_set_new(o, GS_JK_MEMORY_BEFORE_MIB, json_mib(gv->mem_known, gv->before));
+				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB, json_mib(gv->mem_known, gv->after));
 				json_object_set_new(o, "baseline_mib", json_mib(gv->mem_known, gv->baseline));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
 				gs_json_memory_basis(o, gp);
 				json_object_set_new(o, "released_after_s", gv->released && gv->before > gv->baseline
 										 ? json_real(gv->released_ms / 1000.0) : json_null());
-				json_object_set_new(o, "held_by", held);
+				json_object_set_new(o, GS_JK_HELD_BY, held);
 				json_object_set_new(o, "unattributed", json_boolean(gv->unattributed));
-				json_object_set_new(o, "unowned_mib", json_mib(gv->unowned_known, gv->unowned));
+				json_object_set_new(o, GS_JK_UNOWNED_MIB, json_mib(gv->unowned_known, gv->unowned));
 				{
 					json_t *others = json_array();
 
@@ -650,16 +651,16 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 						json_object_set_new(x, "memory_mib", json_integer((json_int_t)(gv->others_memory[k] / GS_MIB)));
 						json_array_append_new(others, x);
 					}
-					json_object_set_new(o, "left_alone_holders", others);
+					json_object_set_new(o, GS_JK_LEFT_ALONE_HOLDERS, others);
 				}
 				json_array_append_new(gpus, o);
 			}
 			for (size_t i = 0; i < v->n_respawns; i++) {
 				json_t *o = json_object();
 
-				json_object_set_new(o, "pid", json_integer(v->respawns[i].pid));
-				json_object_set_new(o, "comm", gs_json_text(v->respawns[i].comm));
-				json_object_set_new(o, "by", gs_json_text(v->respawns[i].by));
+				json_object_set_new(o, GS_JK_PID, json_integer(v->respawns[i].pid));
+				json_object_set_new(o, GS_JK_COMM, gs_json_text(v->respawns[i].comm));
+				json_object_set_new(o, GS_JK_BY, gs_json_text(v->respawns[i].by));
 				json_array_append_new(resp, o);
 			}
 			json_object_set_new(j, "timed_out", json_boolean(v->timed_out));
@@ -674,12 +675,12 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				if (!gs_gpuset_has(&p->gpus, (unsigned)g))
 					continue;
 				o = json_object();
-				json_object_set_new(o, "index", json_integer(gp->index));
+				json_object_set_new(o, GS_JK_INDEX, json_integer(gp->index));
 				json_object_set_new(o, "uuid", gs_json_text(gp->uuid));
 				json_object_set_new(o, "name", gs_json_text(gp->name));
-				json_object_set_new(o, "clean", json_null());
-				json_object_set_new(o, "memory_before_mib", json_mib(gp->mem_known, gp->mem_used));
-				json_object_set_new(o, "memory_after_mib", json_null());
+				json_object_set_new(o, GS_JK_CLEAN, json_null());
+				json_object_set_new(o, GS_JK_MEMORY_BEFORE_MIB, json_mib(gp->mem_known, gp->mem_used));
+				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB, json_null());
 				json_object_set_new(o, "baseline_mib", json_mib(gp->mem_known, p->baseline[g]));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
 				gs_json_memory_basis(o, gp);
@@ -687,13 +688,13 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 					uint64_t unowned;
 					bool known = gs_snapshot_unowned(s, g, &unowned);
 
-					json_object_set_new(o, "unowned_mib", json_mib(known, unowned));
+					json_object_set_new(o, GS_JK_UNOWNED_MIB, json_mib(known, unowned));
 				}
 				json_array_append_new(gpus, o);
 			}
 		}
-		json_object_set_new(j, "gpus", gpus);
-		json_object_set_new(j, "respawns", resp);
+		json_object_set_new(j, GS_JK_GPUS, gpus);
+		json_object_set_new(j, GS_JK_RESPAWNS, resp);
 	}
 	return j;
 }

@@ -1,3 +1,4 @@
+#include "core/json_keys.h"
 #include "out/status_out.h"
 #include "util/sanitize.h"
 #include "util/util.h"
@@ -167,19 +168,19 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 {
 	json_t *j = json_object();
 
-	json_object_set_new(j, "index", json_integer(g->index));
+	json_object_set_new(j, GS_JK_INDEX, json_integer(g->index));
 	json_object_set_new(j, "minor", json_integer(g->minor));
 	json_object_set_new(j, "uuid", g->uuid[0] ? gs_json_text(g->uuid) : json_null());
 	json_object_set_new(j, "name", gs_json_text(g->name));
 	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? gs_json_text(g->pci_bus_id) : json_null());
-	json_object_set_new(j, "memory_used_mib", json_mib(g->mem_known, g->mem_used));
+	json_object_set_new(j, GS_JK_MEMORY_USED_MIB, json_mib(g->mem_known, g->mem_used));
 	gs_json_memory_basis(j, g);
 	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
 	{
 		uint64_t unowned;
 		bool known = gs_snapshot_unowned(s, (size_t)(g - s->gpus), &unowned);
 
-		json_object_set_new(j, "unowned_mib", json_mib(known, unowned));
+		json_object_set_new(j, GS_JK_UNOWNED_MIB, json_mib(known, unowned));
 	}
 	json_object_set_new(j, "holders", json_integer((json_int_t)gpu_holder_count(s, (size_t)(g - s->gpus))));
 	return j;
@@ -193,9 +194,9 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 	for (size_t g = 0; g < s->n_gpus; g++)
 		if (gs_gpuset_has(&h->gpus, (unsigned)g))
 			json_array_append_new(gpus, json_integer(s->gpus[g].index));
-	json_object_set_new(j, "pid", json_integer(h->pid));
+	json_object_set_new(j, GS_JK_PID, json_integer(h->pid));
 	json_object_set_new(j, "alive", json_boolean(h->alive));
-	json_object_set_new(j, "comm", h->info_ok ? gs_json_text(in->st.comm) : json_null());
+	json_object_set_new(j, GS_JK_COMM, h->info_ok ? gs_json_text(in->st.comm) : json_null());
 	json_object_set_new(j, "name", h->info_ok ? gs_json_text(in->name) : json_null());
 	json_object_set_new(j, "cmdline", h->info_ok ? gs_json_text(in->cmdline) : json_null());
 	json_object_set_new(j, "user", h->info_ok ? gs_json_text(in->user) : json_null());
@@ -206,9 +207,9 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 	json_object_set_new(j, "start_time", h->info_ok ? json_integer((json_int_t)in->st.starttime) : json_null());
 	json_object_set_new(j, "nspid", h->info_ok && in->status.has_nspid && in->status.nspid != h->pid
 				? json_integer(in->status.nspid) : json_null());
-	json_object_set_new(j, "gpus", gpus);
-	json_object_set_new(j, "memory_mib", json_mib(h->mem_known, h->mem_used));
-	json_object_set_new(j, "role", json_string(gs_role_str(h->role)));
+	json_object_set_new(j, GS_JK_GPUS, gpus);
+	json_object_set_new(j, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
+	json_object_set_new(j, GS_JK_ROLE, json_string(gs_role_str(h->role)));
 	json_object_set_new(j, "protected_name_unverified", json_boolean(h->protected_unverified));
 	json_object_set_new(j, "nvml_listed", json_boolean(h->nvml_listed));
 	json_object_set_new(j, "maps_gpu", json_boolean(h->maps_gpu));
@@ -221,19 +222,21 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(a, json_integer(heirs[i]));
-		json_object_set_new(j, "held_by", a);
+		json_object_set_new(j, GS_JK_HELD_BY, a);
 	}
 	return j;
 }
 
-json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+		       enum gs_verdict verdict)
 {
 	json_t *j = json_object(), *gpus = json_array(), *procs = json_array(), *warn = json_array();
 
-	json_object_set_new(j, "schema_version", json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_SCHEMA_VERSION));
 	json_object_set_new(j, "tool", json_string("gpuslate"));
 	json_object_set_new(j, "version", json_string(GS_VERSION));
-	json_object_set_new(j, "command", json_string("status"));
+	json_object_set_new(j, GS_JK_COMMAND, json_string("status"));
+	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(verdict)));
 	json_object_set_new(j, "host", gs_json_text(s->host));
 	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
 	json_object_set_new(j, "driver_version", s->driver_version[0] ? gs_json_text(s->driver_version) : json_null());
@@ -245,9 +248,9 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			json_array_append_new(procs, gs_json_process(&s->holders[i], s));
 	if (s->gpu_warning[0])
 		json_array_append_new(warn, gs_json_text(s->gpu_warning));
-	json_object_set_new(j, "warnings", warn);
-	json_object_set_new(j, "gpus", gpus);
-	json_object_set_new(j, "processes", procs);
+	json_object_set_new(j, GS_JK_WARNINGS, warn);
+	json_object_set_new(j, GS_JK_GPUS, gpus);
+	json_object_set_new(j, GS_JK_PROCESSES, procs);
 	json_object_set_new(j, "visibility", gs_json_visibility(s, GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 	return j;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "core/snapshot.h"
+#include "core/verdict.h"
 
 #define GS_SCHEMA_VERSION 1
 
@@ -58,7 +59,9 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s);
 void gs_json_memory_basis(json_t *o, const struct gs_gpu *g);
 json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s);
 /* The whole status document: schema_version, host, gpus, processes, ... */
-json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
+/* verdict: gs_status_verdict's, or driver-failure without a driver. */
+json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+		       enum gs_verdict verdict);
 
 void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
 void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);

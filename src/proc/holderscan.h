@@ -16,23 +16,23 @@
 
 #include "proc/devset.h"
 #include "util/root.h"
+#include "util/set256.h"
 
 struct gs_minorset {
-	uint64_t bits[4]; /* minors 0..255 */
+	uint64_t bits[GS_SET256_WORDS]; /* minors 0..255 */
 };
 
 static inline void gs_minorset_add(struct gs_minorset *s, unsigned m)
 {
-	if (m < 256)
-		s->bits[m / 64] |= 1ULL << (m % 64);
+	gs_set256_add(s->bits, m);
 }
 static inline int gs_minorset_has(const struct gs_minorset *s, unsigned m)
 {
-	return m < 256 && (s->bits[m / 64] >> (m % 64)) & 1;
+	return gs_set256_has(s->bits, m);
 }
 static inline int gs_minorset_empty(const struct gs_minorset *s)
 {
-	return !(s->bits[0] | s->bits[1] | s->bits[2] | s->bits[3]);
+	return gs_set256_empty(s->bits);
 }
 
 struct gs_scan_proc {

@@ -145,26 +145,37 @@ static int exited_unreaped(pid_t pid, uint64_t timeout_ms)
 	}
 }
 
+void gs_child_end_step(pid_t pgid, enum gs_end_step step)
+{
+	if (pgid <= 1)
+		return; /* never a broadcast or init's group */
+	if (step == GS_END_TERM) {
+		(void)kill(-pgid, SIGTERM);
+		(void)kill(-pgid, SIGCONT);
+	} else {
+		(void)kill(-pgid, SIGKILL);
+	}
+}
+
 void gs_spawn_terminate(struct gs_child *c, uint64_t grace_ms)
 {
 	int st;
 
 	if (c->pid <= 0)
 		return;
-	(void)kill(-c->pid, SIGTERM);
-	(void)kill(-c->pid, SIGCONT);
+	gs_child_end_step(c->pid, GS_END_TERM);
 	if (exited_unreaped(c->pid, grace_ms) != 1)
 		(void)exited_unreaped(c->pid, 0);
 	/* Before reaping: the zombie leader still pins the group id, so this
 	 * reaches only what the child left in its own group. */
-	(void)kill(-c->pid, SIGKILL);
+	gs_child_end_step(c->pid, GS_END_KILL);
 	if (reap(c->pid, 5000, &st) == 1)
 		c->pid = -1;
 	/* Else it is stuck (uninterruptible sleep): keep the pid so the
 	 * caller can still reap it later; never signal its group again. */
 }
 
-static int status_code(int st)
+int gs_wait_status_code(int st)
 {
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
@@ -266,7 +277,7 @@ int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t m
 
 		r = reap(c.pid, deadline > now ? deadline - now : 0, &st);
 		if (r == 1)
-			ret->exit_code = status_code(st);
+			ret->exit_code = gs_wait_status_code(st);
 		else {
 			ret->timed_out = true;
 			gs_spawn_terminate(&c, 2000);

@@ -26,6 +26,14 @@ enum {
  * (-ENOENT when the program does not exist). */
 int gs_spawn(char *const argv[], char *const envp[], unsigned flags, struct gs_child *ret);
 
+/* One step of the ending ladder of a child of ours that is not reaped yet
+ * (so its pid and group id cannot have been reused), for its whole process
+ * group: GS_END_TERM sends SIGTERM and SIGCONT (a stopped child must see
+ * it), GS_END_KILL sends SIGKILL. gs_spawn_terminate climbs it blocking;
+ * the fleet's runner one step per deadline in its event loop. */
+enum gs_end_step { GS_END_TERM, GS_END_KILL };
+void gs_child_end_step(pid_t pgid, enum gs_end_step step);
+
 /* End the child's whole process group: SIGTERM, then SIGKILL after grace_ms.
  * Safe because the child is ours and not reaped yet, so its pid and group
  * id cannot have been reused. Reaps it. */
@@ -50,5 +58,9 @@ void gs_run_result_free(struct gs_run_result *r);
 
 /* Is program found in PATH (or an existing executable path)? */
 bool gs_program_exists(const char *name);
+
+/* A wait status as a shell reports it: the exit code, 128 + the signal
+ * that ended it, -1 for anything else. */
+int gs_wait_status_code(int wstatus);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -294,4 +295,15 @@ uint64_t gs_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int gs_user_uid(const char *name, uid_t *ret)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	*ret = res->pw_uid;
+	return 0;
 }

@@ -88,4 +88,8 @@ int gs_read_fd(int fd, size_t max, bool truncate, char **ret_buf, size_t *ret_le
 uint64_t gs_now_ns(void);
 static inline uint64_t gs_now_ms(void) { return gs_now_ns() / 1000000ULL; }
 
+/* The uid of a user name from the system's user database (NSS); -ENOENT
+ * when there is no such user. */
+int gs_user_uid(const char *name, uid_t *ret);
+
 #endif

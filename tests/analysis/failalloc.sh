@@ -7,7 +7,8 @@
 #                               nvidia-persistenced and an NVML client on
 #                               GPU 0 must survive every run).
 # Each run must end with a documented exit status (0-5, never a signal or a
-# hang), say why on stderr ("gpuslate: ...") when it fails, and never claim
+# hang; never 3, the driver being fine: out of memory is 1), say why on
+# stderr ("gpuslate: ...") when it fails, and never claim
 # clean (exit 0) while the target still runs. The target surviving a failed
 # run is acceptable. The failures are injected into gpuslate's own calls
 # (FAILALLOC_SCOPE=main, see failalloc.c: glibc's NSS crashes on its own
@@ -41,6 +42,13 @@ check() {
 	fi
 	if [ "$rc" -ne 0 ] && ! grep -q '^gpuslate: ' "$err"; then
 		echo "FAIL $name N=$n: exit $rc without a message"
+		return 1
+	fi
+	# The simulated driver never fails here: an exit 3 would send an
+	# operator to reset a GPU for our own lack of memory (exit 1).
+	if [ "$rc" -eq 3 ]; then
+		echo "FAIL $name N=$n: out of memory reported as a driver failure (exit 3)"
+		sed 's/^/    /' "$err" | tail -n 3
 		return 1
 	fi
 	for p in "${keep[@]}"; do

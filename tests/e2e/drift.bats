@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Drift: what gpuslate accepts, what it says it accepts, and what it reads
-# stay one set. Every option of the option table (src/cli/options.c) is in
+# stay one set. Every option of the option table (src/core/options.c) is in
 # --help, in the man page and offered by both completions; every variable the
 # man page's ENVIRONMENT names is read by the code. The only exceptions are
 # listed here, each with its reason.
@@ -28,16 +28,20 @@ teardown() {
 	rm -rf "$TMP"
 }
 
-# "--name" for each long option of the table, one a line, sorted.
-table_long() {
-	sed -n '/long_opts\[\] = {/,/^};/p' "$ROOT/src/cli/options.c" |
-		grep -o '{ "[a-z0-9-]*"' | cut -d'"' -f2 | sed 's/^/--/' | sort -u
+# The entries of the option table (src/core/options.c), which makes the
+# parser's getopt tables, --help and the remote command line.
+table_entries() {
+	sed -n '/gs_options\[\] = {/,/^};/p' "$ROOT/src/core/options.c"
 }
 
-# "-c" for each short option of the getopt string in main.c.
+# "--name" for each long option of the table, one a line, sorted.
+table_long() {
+	table_entries | grep -o '{ "[a-z0-9-]*"' | cut -d'"' -f2 | sed 's/^/--/' | sort -u
+}
+
+# "-c" for each short option of the table.
 table_short() {
-	grep -o 'getopt_long(argc, argv, "[^"]*"' "$ROOT/src/cli/main.c" |
-		sed 's/.*"\(.*\)"/\1/; s/[:]//g' | fold -w1 | sed 's/^/-/' | sort -u
+	table_entries | grep -o "{ \"[a-z0-9-]*\", '.'" | sed "s/.*'\\(.\\)'/-\\1/" | sort -u
 }
 
 except() { # except "a b" : the options to leave out, as --a and --b, a line each

@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_strv(words, nw);
 		for (size_t i = 0; i < nw; i++)
 			FUZZ_CHECK(words[i][0] != '\0' || strchr(text, '"') != NULL);
-		gs_inventory_strv_free(words);
+		gs_strv_free(words);
 	}
 	free(text);
 	return 0;

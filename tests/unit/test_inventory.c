@@ -173,7 +173,7 @@ static void expect_words(const char *s, size_t n, const char *const *want)
 	for (i = 0; i < n; i++)
 		assert_string_equal(w[i], want[i]);
 	assert_null(w[n]);
-	gs_inventory_strv_free(w);
+	gs_strv_free(w);
 }
 
 static void test_split_words(void **state)

@@ -291,6 +291,23 @@ static void test_status_tolerance(void **state)
 		    NULL, GS_HV_CLEAN, "clean, 2 GPUs, memory unknown");
 }
 
+/* A host that writes its own status verdict (core/status.c) is taken at its
+ * word: the controller names the holders, it does not judge again. */
+static void test_status_host_verdict_is_taken_at_its_word(void **state)
+{
+	(void)state;
+	/* 317 MiB with 300 protected: the controller's rule says not clean,
+	 * the host (its own tolerance) says clean. */
+	expect_line("status", 0,
+		    "{\"schema_version\":1,\"command\":\"status\",\"verdict\":\"clean\",\"gpus\":[{\"index\":0,"
+		    "\"memory_used_mib\":317}],\"processes\":[]}",
+		    NULL, GS_HV_CLEAN, "clean, 1 GPU, 317 MiB");
+	expect_line("status", 0,
+		    "{\"schema_version\":1,\"command\":\"status\",\"verdict\":\"not-clean\",\"gpus\":[{\"index\":0,"
+		    "\"memory_used_mib\":0}],\"processes\":[]}",
+		    NULL, GS_HV_NOT_CLEAN, "not clean, 1 GPU, 0 MiB");
+}
+
 static void test_reclaim_documents(void **state)
 {
 	(void)state;
@@ -936,6 +953,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_documents),
 		cmocka_unit_test(test_status_tolerance),
+		cmocka_unit_test(test_status_host_verdict_is_taken_at_its_word),
 		cmocka_unit_test(test_reclaim_documents),
 		cmocka_unit_test(test_reclaim_selection_gone_and_no_match),
 		cmocka_unit_test(test_document_mismatches),

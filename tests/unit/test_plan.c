@@ -494,6 +494,96 @@ static void test_match_reads_the_whole_command_line(void **state)
 	free_world(w);
 }
 
+/* e2e "reclaim -g 1 leaves the holders of GPU 0 alone": the plan takes the
+ * holder of GPU 1 and leaves the one of GPU 0 out of the plan entirely. */
+static void test_reclaim_g1_leaves_the_holders_of_gpu0_alone(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *a, *b;
+
+	(void)state;
+	a = holder(w, 700, 1, 700, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(a, 0);
+	nvml(w, a, 0, 4000);
+	b = holder(w, 701, 1, 701, "python3", "0::/user.slice/user-1000.slice/session-5.scope\n");
+	maps(b, 1);
+	nvml(w, b, 1, 3000);
+	plan(w, "1");
+	assert_non_null(target(w, 701));
+	assert_null(target(w, 700));
+	assert_null(left(w, 700)); /* not a holder of the selection at all */
+	assert_int_equal(w->plan.n_targets, 1);
+	assert_int_equal(w->plan.baseline[1], 16 * MIB);
+	free_world(w);
+}
+
+/* e2e safety "never gpuslate itself, its ancestors, PID 1": each holds the
+ * GPU and is left alone with its reason, whatever the selection. */
+static void test_gpuslate_its_ancestors_and_pid1_are_never_targets(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *init, *shell, *me;
+
+	(void)state;
+	init = holder(w, 1, 0, 1, "systemd", "0::/init.scope\n");
+	maps(init, 0);
+	shell = holder(w, 500, 1, 500, "bash", "0::/user.slice/user-0.slice/session-1.scope\n");
+	maps(shell, 0);
+	me = holder(w, SELF, 500, SELF, "gpuslate", "0::/user.slice/user-0.slice/session-1.scope\n");
+	maps(me, 0);
+	plan(w, NULL);
+	assert_int_equal(w->plan.n_targets, 0);
+	assert_int_equal(left(w, 1)->why, GS_LEAVE_INIT);
+	assert_int_equal(left(w, 500)->why, GS_LEAVE_ANCESTOR);
+	assert_int_equal(left(w, SELF)->why, GS_LEAVE_SELF);
+	free_world(w);
+}
+
+/* The user database is the caller's: the plan resolves -u through the
+ * resolver it is given (here a literal one), never through NSS itself. */
+static int literal_users(const char *name, uid_t *ret)
+{
+	if (strcmp(name, "alice"))
+		return -ENOENT;
+	*ret = 1000;
+	return 0;
+}
+
+static void test_reclaim_u_resolves_names_through_the_resolver_given(void **state)
+{
+	static const char *const alice[] = { "alice" };
+	static const char *const bob[] = { "bob" };
+	struct world *w = new_world(1);
+	struct gs_holder *a, *r;
+	char err[256] = "";
+
+	(void)state;
+	a = holder(w, 600, 1, 600, "python3", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(a, 0);
+	r = holder(w, 601, 1, 601, "python3", "0::/user.slice/user-0.slice/session-2.scope\n");
+	r->info.status.uid = 0;
+	maps(r, 0);
+	w->sel.filters.users = alice;
+	w->sel.filters.n_users = 1;
+	w->sel.filters.resolve_user = literal_users;
+	plan(w, NULL);
+	assert_non_null(target(w, 600));
+	assert_int_equal(left(w, 601)->why, GS_LEAVE_NOT_SELECTED);
+	gs_plan_free(&w->plan);
+
+	/* A name the resolver does not know is a usage error naming it. */
+	w->sel.filters.users = bob;
+	assert_int_equal(gs_plan_build(&w->s, &w->pt, &w->sel, SELF, &w->self_owner, &w->plan, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "unknown user 'bob'");
+	/* Without a resolver only numeric uids are users. */
+	w->sel.filters.users = alice;
+	w->sel.filters.resolve_user = NULL;
+	assert_int_equal(gs_plan_build(&w->s, &w->pt, &w->sel, SELF, &w->self_owner, &w->plan, err, sizeof(err)),
+			 -EINVAL);
+	free_world(w);
+}
+
 /* The filters themselves: which values matched, and exact containers once
  * a prefix was resolved. */
 static void test_filters_report_the_values_that_matched_nothing(void **state)
@@ -689,6 +779,9 @@ int main(void)
 		cmocka_unit_test(test_protected_name_rests_on_executable_unit_and_uid),
 		cmocka_unit_test(test_match_reads_the_whole_command_line),
 		cmocka_unit_test(test_filters_report_the_values_that_matched_nothing),
+		cmocka_unit_test(test_reclaim_g1_leaves_the_holders_of_gpu0_alone),
+		cmocka_unit_test(test_gpuslate_its_ancestors_and_pid1_are_never_targets),
+		cmocka_unit_test(test_reclaim_u_resolves_names_through_the_resolver_given),
 		cmocka_unit_test(test_sigterm_that_would_be_dropped_gets_sigkill_at_once),
 		cmocka_unit_test(test_memory_held_by_no_process),
 		cmocka_unit_test(test_unreadable_process_matters_only_with_unaccounted_memory),

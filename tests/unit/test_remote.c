@@ -1,6 +1,6 @@
 /* Unit tests for src/fleet/remote.c: POSIX single-quote quoting (checked by
  * running real shells through fork/exec, never system()), the remote argv
- * rebuilt from a struct gs_cli (hostile values, '-'-leading values, -y and
+ * rebuilt from a struct gs_request (hostile values, '-'-leading values, -y and
  * --dry-run), and the local argv of every transport (ssh, pct, lxc, docker,
  * exec template). */
 #include <errno.h>
@@ -75,9 +75,9 @@ static void expect_strv(char *const *got, const char *const *want, const char *w
 	}
 }
 
-static void cli_init(struct gs_cli *c, enum gs_cmd cmd)
+static void cli_init(struct gs_request *c, enum gs_cmd cmd)
 {
-	/* The parser's defaults (src/cli/main.c parse_args). */
+	/* The parser's defaults (gs_request_defaults in src/core/options.c). */
 	memset(c, 0, sizeof(*c));
 	c->cmd = cmd;
 	c->cmd_name = cmd == GS_CMD_STATUS ? "status" : cmd == GS_CMD_RECLAIM ? "reclaim" : cmd == GS_CMD_WAIT ? "wait" : "none";
@@ -299,7 +299,7 @@ static void test_join_roundtrip_shells(void **state)
 
 /* ---- the remote argv (tail) ------------------------------------------- */
 
-static char **tail_of(const struct gs_cli *c)
+static char **tail_of(const struct gs_request *c)
 {
 	char err[256] = "", **t = NULL;
 	int r = gs_remote_tail(c, &t, err, sizeof(err));
@@ -311,10 +311,10 @@ static char **tail_of(const struct gs_cli *c)
 
 static void test_tail_defaults(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
 	static const char *const st[] = { "--remote", "status", NULL };
-	static const char *const rc[] = { "--remote", "--grace", "10", "--yes", "--timeout", "60", "--tolerance=16",
+	static const char *const rc[] = { "--remote", "--yes", "--grace", "10", "--timeout", "60", "--tolerance=16",
 					  "reclaim", NULL };
 	static const char *const wt[] = { "--remote", "--timeout", "60", "--tolerance=16", "wait", NULL };
 
@@ -322,23 +322,23 @@ static void test_tail_defaults(void **state)
 	cli_init(&c, GS_CMD_STATUS);
 	t = tail_of(&c);
 	expect_strv(t, st, "status");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_RECLAIM);
 	t = tail_of(&c);
 	expect_strv(t, rc, "reclaim");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_WAIT);
 	t = tail_of(&c);
 	expect_strv(t, wt, "wait");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	/* The text forms of status travel (the far side puts the text in its
 	 * document), and -v for the text report. */
 	{
-		static const char *const qt[] = { "--remote", "--verbose", "--query-gpu=index,memory.used",
-						  "--format=csv,noheader", "status", NULL };
+		static const char *const qt[] = { "--remote", "--query-gpu=index,memory.used",
+						  "--format=csv,noheader", "--verbose", "status", NULL };
 		static const char *const ct[] = { "--remote", "--csv", "status", NULL };
 
 		cli_init(&c, GS_CMD_STATUS);
@@ -347,12 +347,12 @@ static void test_tail_defaults(void **state)
 		c.format = "csv,noheader";
 		t = tail_of(&c);
 		expect_strv(t, qt, "status query");
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 		cli_init(&c, GS_CMD_STATUS);
 		c.csv = true;
 		t = tail_of(&c);
 		expect_strv(t, ct, "status csv");
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
@@ -360,9 +360,9 @@ static void test_tail_defaults(void **state)
  * none of reclaim's selection (the far side's parser refuses them there). */
 static void test_tail_what_travels(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
-	static const char *const st[] = { "--remote", "--gpus=0-3", "--no-nvml", "--nvml-timeout", "2.500", "status", NULL };
+	static const char *const st[] = { "--remote", "--gpus=0-3", "--nvml-timeout", "2.500", "--no-nvml", "status", NULL };
 	static const char *const wt[] = { "--remote", "--gpus=1", "--timeout", "0.001", "--tolerance=0", "--reason=r", "wait", NULL };
 
 	(void)state;
@@ -386,7 +386,7 @@ static void test_tail_what_travels(void **state)
 	c.dry_run = true;
 	t = tail_of(&c);
 	expect_strv(t, st, "status with local options");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 
 	cli_init(&c, GS_CMD_WAIT);
 	c.gpus = "1";
@@ -403,14 +403,14 @@ static void test_tail_what_travels(void **state)
 	c.grace_ms = 1;
 	t = tail_of(&c);
 	expect_strv(t, wt, "wait");
-	gs_inventory_strv_free(t);
+	gs_strv_free(t);
 }
 
 /* reclaim: the operator confirmed here (or gave -y), so the far side gets
  * --yes; --dry-run replaces it; never both. */
 static void test_tail_yes_dry_run(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char **t;
 	int yes, dry;
 
@@ -430,14 +430,14 @@ static void test_tail_yes_dry_run(void **state)
 			assert_int_equal(n_yes, dry ? 0 : 1);
 			assert_int_equal(n_dry, dry ? 1 : 0);
 			assert_string_equal(t[strv_len(t) - 1], "reclaim");
-			gs_inventory_strv_free(t);
+			gs_strv_free(t);
 		}
 }
 
 static void test_tail_seconds_roundtrip(void **state)
 {
 	static const uint64_t ms[] = { 0, 1, 10, 999, 1000, 1001, 1500, 10000, 59999, 3600000, 604800000 };
-	struct gs_cli c;
+	struct gs_request c;
 
 	(void)state;
 	for (size_t i = 0; i < GS_ARRAY_SIZE(ms); i++) {
@@ -458,13 +458,13 @@ static void test_tail_seconds_roundtrip(void **state)
 					fail_msg("%s %s reads back as %llu ms, want %llu", t[k], t[k + 1],
 						 (unsigned long long)back, (unsigned long long)want);
 			}
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
 static void test_tail_not_a_fleet_command(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char err[128] = "", **t = NULL;
 
 	(void)state;
@@ -474,16 +474,18 @@ static void test_tail_not_a_fleet_command(void **state)
 	assert_non_null(strstr(err, "no fleet command"));
 }
 
-/* The far side's own option table (src/cli/options.c), to read the tail
+/* The far side's own getopt tables (src/cli/options.c, from core/options.c), to read the tail
  * back with GNU getopt_long exactly as the remote gpuslate does. */
 
-/* Parse argv (a program name, then the tail) into a struct gs_cli as the far
+/* Parse argv (a program name, then the tail) into a struct gs_request as the far
  * side would; fails on an option it did not expect. */
-static void far_parse(char *const *tail, struct gs_cli *ret)
+static void far_parse(char *const *tail, struct gs_request *ret)
 {
 	size_t n = strv_len(tail);
 	char **argv = calloc(n + 2, sizeof(*argv));
 	int c, argc = (int)n + 1;
+	const struct option *lo;
+	const char *so;
 
 	assert_non_null(argv);
 	argv[0] = (char *)"gpuslate";
@@ -492,7 +494,8 @@ static void far_parse(char *const *tail, struct gs_cli *ret)
 	memset(ret, 0, sizeof(*ret));
 	optind = 0; /* full re-initialisation of GNU getopt */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":g:u:ynqw:x:f:hV", gs_cli_long_opts, NULL)) != -1) {
+	gs_cli_getopt_tables(&lo, &so);
+	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
 		switch (c) {
 		case 'g': ret->gpus = optarg; break;
 		case 'u': ret->users[ret->n_users++] = optarg; break;
@@ -529,7 +532,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		"--grace=0", "status", "a b", "x';rm -rf ~;'", "$(reboot)", "`halt`", "a;b|c&d", "*",
 		"", "=", "--reason", "\xc3\xbc\xe6\x97\xa5", "\x1b]0;title\x07",
 	};
-	struct gs_cli c, back;
+	struct gs_request c, back;
 	char **t;
 
 	(void)state;
@@ -571,7 +574,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		assert_int_equal(back.grace_ms, 10000);
 		assert_int_equal(back.timeout_ms, 60000);
 		assert_int_equal(back.tolerance_mib, 16);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 
 		/* wait: --reason; status: -g */
 		cli_init(&c, GS_CMD_WAIT);
@@ -582,7 +585,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		assert_string_equal(back.reason, v);
 		assert_false(back.yes);
 		assert_false(back.dry_run);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 
 		cli_init(&c, GS_CMD_STATUS);
 		c.gpus = v;
@@ -590,7 +593,7 @@ static void test_tail_hostile_values_reparse(void **state)
 		far_parse(t, &back);
 		assert_string_equal(back.cmd_name, "status");
 		assert_string_equal(back.gpus, v);
-		gs_inventory_strv_free(t);
+		gs_strv_free(t);
 	}
 }
 
@@ -598,18 +601,19 @@ static void test_tail_hostile_values_reparse(void **state)
  * command string a login shell runs gives back exactly these words. */
 static void test_tail_hostile_through_shell(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "", **argv = NULL;
 	static const char *const want[] = {
-		"gpuslate", "--remote", "--gpus=0,2", "--nvml-timeout", "0.250",
+		"gpuslate", "--remote", "--gpus=0,2",
 		"--user=-rf", "--user=alice bob",
 		"--unit=a b.service", "--unit=x';rm -rf ~;'.service",
 		"--container=c$(id)",
 		"--match=^(python|--help)$ `id` ; echo pwned | sh & *",
-		"--include-clients", "--include=-y", "--no-units",
-		"--grace", "1.500", "--dry-run", "--timeout", "0", "--tolerance=0",
+		"--include-clients", "--include=-y",
+		"--dry-run", "--grace", "1.500", "--timeout", "0", "--tolerance=0", "--no-units",
 		"--reason=-- $(reboot) `halt`; echo 'pwned' | sh & * \\ \"q\" \xc3\xbc",
+		"--nvml-timeout", "0.250",
 		"reclaim", NULL,
 	};
 	size_t n;
@@ -643,13 +647,13 @@ static void test_tail_hostile_through_shell(void **state)
 	assert_true(n == 8);
 	assert_string_equal(argv[n - 2], "--");
 	expect_all_shells(argv[n - 1], (char *const *)want);
-	gs_inventory_strv_free(argv);
+	gs_strv_free(argv);
 	gs_remote_ctx_free(&ctx);
 }
 
 static void test_tail_refused_words(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "", **t = NULL;
 	char *big = malloc(GS_REMOTE_WORD_MAX + 1);
@@ -690,7 +694,7 @@ static void test_tail_refused_words(void **state)
  * list messages show such bytes escaped. */
 static void test_tail_refusal_message_is_escaped(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	char err[256] = "", **t = NULL;
 
 	(void)state;
@@ -704,7 +708,7 @@ static void test_tail_refusal_message_is_escaped(void **state)
 
 /* ---- context and transports ------------------------------------------- */
 
-static void ctx_make(struct gs_remote_ctx *ctx, const struct gs_cli *c, const struct gs_inventory *inv)
+static void ctx_make(struct gs_remote_ctx *ctx, const struct gs_request *c, const struct gs_inventory *inv)
 {
 	char err[256] = "";
 	int r = gs_remote_ctx_init(ctx, c, inv, err, sizeof(err));
@@ -721,12 +725,12 @@ static void expect_argv(const struct gs_remote_ctx *ctx, const char *host, const
 	if (r != 0)
 		fail_msg("gs_remote_argv(%s): %d %s", host, r, err);
 	expect_strv(argv, want, host);
-	gs_inventory_strv_free(argv);
+	gs_strv_free(argv);
 }
 
 static void test_argv_plain_ssh(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	static const char *const plain[] = { "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "gpu01", "--",
 					     "'gpuslate' '--remote' 'status'", NULL };
@@ -752,7 +756,7 @@ static void test_argv_connect_timeout(void **state)
 		{ 1000, "ConnectTimeout=1" }, { 1001, "ConnectTimeout=2" },  { 10000, "ConnectTimeout=10" },
 		{ 10500, "ConnectTimeout=11" }, { 604800000, "ConnectTimeout=604800" },
 	};
-	struct gs_cli c;
+	struct gs_request c;
 
 	(void)state;
 	for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
@@ -767,14 +771,14 @@ static void test_argv_connect_timeout(void **state)
 		assert_string_equal(argv[2], "BatchMode=yes");
 		assert_string_equal(argv[3], "-o");
 		assert_string_equal(argv[4], cases[i].word);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 		gs_remote_ctx_free(&ctx);
 	}
 }
 
 static void test_argv_custom_ssh_and_remote_cmd(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_remote_ctx ctx;
 	char err[256] = "";
 	static const char *const want[] = { "/usr/bin/ssh", "-F", "/my config", "-J", "bastion", "-o", "BatchMode=yes",
@@ -843,7 +847,7 @@ static void inventory_make(struct gs_inventory *inv)
 
 static void test_argv_transports(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	static const char *const gpu01[] = { SSH_HEAD, "-o", "ProxyJump=bastion", "-o", "StrictHostKeyChecking=yes",
@@ -903,13 +907,13 @@ static void test_argv_transports(void **state)
 /* docs/fleet.md, "Proxmox": the exact command shown for ct129. */
 static void test_argv_docs_proxmox_example(void **state)
 {
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	char err[256] = "";
 	static const char *const want[] = {
 		SSH_HEAD, "root@pve1", "--",
-		"'pct' 'exec' '129' '--' 'gpuslate' '--remote' '--unit=ollama.service' '--grace' '10' '--yes' "
+		"'pct' 'exec' '129' '--' 'gpuslate' '--remote' '--unit=ollama.service' '--yes' '--grace' '10' "
 		"'--timeout' '60' '--tolerance=16' 'reclaim'",
 		NULL,
 	};
@@ -937,7 +941,7 @@ static void test_argv_hostile_every_transport(void **state)
 					     "box2", "gpu99" };
 	static const char *const targets[] = { "gpu01", "gpu02", "gpu06", "pve1", "pve1", "root@pve2", "box",
 					       "dock1", "gpu99" };
-	struct gs_cli c;
+	struct gs_request c;
 	struct gs_inventory inv;
 	struct gs_remote_ctx ctx;
 	const char *v = "-y ' \"; $(touch pwned) `touch pwned2` >pwned3 | cat & * ~ \\";
@@ -985,7 +989,7 @@ static void test_argv_hostile_every_transport(void **state)
 		inner[k] = NULL;
 		expect_all_shells(argv[n - 1], inner);
 		free(inner);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 	}
 	/* exec: the template's words, then the words themselves, unquoted */
 	{
@@ -998,10 +1002,134 @@ static void test_argv_hostile_every_transport(void **state)
 		assert_string_equal(argv[4], "gpuslate");
 		for (size_t t = 0; t < nt; t++)
 			assert_string_equal(argv[5 + t], ctx.tail[t]);
-		gs_inventory_strv_free(argv);
+		gs_strv_free(argv);
 	}
 	gs_remote_ctx_free(&ctx);
 	gs_inventory_free(&inv);
+}
+
+/* Every option the table forwards, set on this side, reaches the far side
+ * as given: the tail is read back by the real parser (gs_cli_parse), and
+ * the value lands in the same field. A new option that travels is covered
+ * the day it enters the table. */
+static void set_sample(const struct gs_option *o, struct gs_request *c)
+{
+	char *base = (char *)c;
+
+	switch (o->type) {
+	case GS_OT_FLAG:
+		*(bool *)(base + o->off) = true;
+		break;
+	case GS_OT_STRING: {
+		static char vals[64][48];
+		size_t k = (size_t)(o - gs_options) % 64;
+
+		snprintf(vals[k], sizeof(vals[k]), "-v-%s", o->name);
+		*(const char **)(base + o->off) = vals[k];
+		break;
+	}
+	case GS_OT_LIST: {
+		const char **v = (const char **)(base + o->off);
+		size_t *n = (size_t *)(base + o->count_off);
+
+		/* --include takes protected names only */
+		v[0] = o->key == OPT_INCLUDE ? "nvidia-persistenced" : "-first value";
+		v[1] = o->key == OPT_INCLUDE ? "nv-hostengine" : "second";
+		*n = 2;
+		break;
+	}
+	case GS_OT_GPUS:
+		*(const char **)(base + o->off) = "0,2-3";
+		break;
+	case GS_OT_MS:
+		*(uint64_t *)(base + o->off) = 1500;
+		break;
+	case GS_OT_MS_SHORT:
+		*(unsigned *)(base + o->off) = 2500;
+		break;
+	case GS_OT_MIB:
+		*(uint64_t *)(base + o->off) = 7;
+		break;
+	case GS_OT_FORMAT:
+		*(const char **)(base + o->off) = "prometheus";
+		c->prometheus = true;
+		break;
+	default:
+		fail_msg("--%s: a forwarded option of a type this test does not know", o->name);
+	}
+}
+
+static void expect_same(const struct gs_option *o, const struct gs_request *a, const struct gs_request *b)
+{
+	const char *x = (const char *)a, *y = (const char *)b;
+
+	switch (o->type) {
+	case GS_OT_FLAG:
+		assert_int_equal(*(const bool *)(x + o->off), *(const bool *)(y + o->off));
+		break;
+	case GS_OT_STRING:
+	case GS_OT_GPUS:
+	case GS_OT_FORMAT:
+		assert_string_equal(*(const char *const *)(x + o->off), *(const char *const *)(y + o->off));
+		break;
+	case GS_OT_LIST: {
+		size_t n = *(const size_t *)(x + o->count_off);
+
+		assert_int_equal(n, *(const size_t *)(y + o->count_off));
+		for (size_t i = 0; i < n; i++)
+			assert_string_equal(((const char *const *)(x + o->off))[i], ((const char *const *)(y + o->off))[i]);
+		break;
+	}
+	case GS_OT_MS:
+	case GS_OT_MIB:
+		assert_int_equal(*(const uint64_t *)(x + o->off), *(const uint64_t *)(y + o->off));
+		break;
+	case GS_OT_MS_SHORT:
+		assert_int_equal(*(const unsigned *)(x + o->off), *(const unsigned *)(y + o->off));
+		break;
+	default:
+		break;
+	}
+}
+
+static void test_every_forwarded_option_reaches_the_far_side_as_given(void **state)
+{
+	static const enum gs_cmd cmds[] = { GS_CMD_RECLAIM, GS_CMD_WAIT, GS_CMD_STATUS };
+	size_t checked = 0;
+
+	(void)state;
+	for (const struct gs_option *o = gs_options; o->name; o++) {
+		if (o->forward == GS_FWD_NO || o->forward == GS_FWD_SPECIAL)
+			continue;
+		for (size_t k = 0; k < GS_ARRAY_SIZE(cmds); k++) {
+			struct gs_request c, back;
+			char **t, **argv;
+			size_t n;
+
+			if (!gs_option_valid_for(o, cmds[k]))
+				continue;
+			cli_init(&c, cmds[k]);
+			c.yes = true;
+			set_sample(o, &c);
+			t = tail_of(&c);
+			n = strv_len(t);
+			argv = calloc(n + 2, sizeof(*argv));
+			assert_non_null(argv);
+			argv[0] = (char *)"gpuslate";
+			memcpy(argv + 1, t, n * sizeof(*argv));
+			memset(&back, 0, sizeof(back));
+			optind = 0;
+			if (gs_cli_parse((int)n + 1, argv, &back) != 0)
+				fail_msg("--%s for '%s': the far side refused %s", o->name, c.cmd_name, strv_show(t));
+			assert_true(back.remote);
+			assert_int_equal(back.cmd, cmds[k]);
+			expect_same(o, &c, &back);
+			checked++;
+			free(argv);
+			gs_strv_free(t);
+		}
+	}
+	assert_true(checked >= 15); /* the table's forwarded options, per command */
 }
 
 int main(void)
@@ -1017,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_tail_seconds_roundtrip),
 		cmocka_unit_test(test_tail_not_a_fleet_command),
 		cmocka_unit_test(test_tail_hostile_values_reparse),
+		cmocka_unit_test(test_every_forwarded_option_reaches_the_far_side_as_given),
 		cmocka_unit_test(test_tail_hostile_through_shell),
 		cmocka_unit_test(test_tail_refused_words),
 		cmocka_unit_test(test_tail_refusal_message_is_escaped),

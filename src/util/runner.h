@@ -1,5 +1,6 @@
-/* Running one command per host, at most `fanout` at once, in one poll()
- * loop: the shape of git's run_processes_parallel. Each child's stdout and
+/* Running commands side by side (one per host for a fleet), at most
+ * `fanout` at once, in one poll() loop: the shape of git's
+ * run_processes_parallel. Each child's stdout and
  * stderr are buffered whole (bounded), so outputs never interleave.
  *
  * Each child runs in its own process group with a pipe on its stdin that

@@ -1,5 +1,5 @@
 /* The fleet's sliding window; see runner.h. */
-#include "fleet/runner.h"
+#include "util/runner.h"
 #include "util/spawn.h"
 #include "util/util.h"
 
@@ -100,15 +100,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int exit_code_of(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return -1;
-}
-
 /* Room for 5 descriptors per child (three pipes, a pidfd, slack): raise the
  * soft limit to the hard one, and return how many children fit. */
 static unsigned fit_fanout(unsigned want)
@@ -184,7 +175,7 @@ static void slot_reap(struct slot *s, uint64_t now)
 		 * still pins the group id (after the reap it could be reused). */
 		memset(&si, 0, sizeof(si));
 		if (waitid(P_PID, (id_t)s->c.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == s->c.pid)
-			(void)kill(-s->c.pid, SIGKILL);
+			gs_child_end_step(s->c.pid, GS_END_KILL);
 	}
 	do
 		p = waitpid(s->c.pid, &st, WNOHANG);
@@ -212,10 +203,8 @@ static void slot_end_step(struct slot *s, const struct gs_runner_opts *o, uint64
 		s->phase = PH_STDIN_SHUT;
 		break;
 	case PH_STDIN_SHUT:
-		if (!s->reaped) {
-			(void)kill(-s->c.pid, SIGTERM);
-			(void)kill(-s->c.pid, SIGCONT);
-		}
+		if (!s->reaped)
+			gs_child_end_step(s->c.pid, GS_END_TERM);
 		s->phase = PH_TERM_SENT;
 		break;
 	case PH_TERM_SENT:
@@ -223,7 +212,7 @@ static void slot_end_step(struct slot *s, const struct gs_runner_opts *o, uint64
 		/* Only while the child is not reaped: then its pid and group
 		 * id cannot have been reused. */
 		if (!s->reaped)
-			(void)kill(-s->c.pid, SIGKILL);
+			gs_child_end_step(s->c.pid, GS_END_KILL);
 		s->phase = PH_KILL_SENT;
 		break;
 	}
@@ -250,7 +239,7 @@ static void slot_finish(struct slot *s, struct gs_run_output *res, uint64_t now)
 	close_fd(&s->c.in_fd);
 	close_fd(&s->pidfd);
 	res->state = s->end_state ? s->end_state : GS_RUN_EXITED;
-	res->exit_code = s->status >= 0 ? exit_code_of(s->status) : -1;
+	res->exit_code = s->status >= 0 ? gs_wait_status_code(s->status) : -1;
 	res->out = s->out.p;
 	res->out_len = s->out.len;
 	res->out_truncated = s->out.truncated;

@@ -1,0 +1,138 @@
+/* What a run writes for people and programs: the error and warning lines
+ * on stderr and every --json document on stdout. One place, so that it
+ * knows the first error line and whether a document was printed: a --json
+ * run that fails early still gets one (docs/json.md, "Early failures"). */
+#include "cli/cli.h"
+#include "core/json_keys.h"
+#include "out/status_out.h"
+#include "util/sanitize.h"
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* The first error line of this run: what a --json document of an early
+ * failure gives as its reason (gs_cli_print_early_json). */
+static char first_error[1024];
+/* A --json document reached stdout: an early failure adds none. */
+static bool json_printed;
+
+/* Messages carry names from outside (units, containers, filter values, NVML's
+ * and systemctl's words): the whole line is escaped (util/sanitize.h), so
+ * nothing in it reaches the terminal raw and it stays one line. */
+static void print_message(const char *prefix, const char *fmt, va_list ap, bool remember)
+{
+	char raw[2048], safe[2048];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	gs_safe(raw, safe, sizeof(safe));
+	fprintf(stderr, "%s%s\n", prefix, safe);
+	if (remember && !first_error[0])
+		gs_strlcpy(first_error, safe, sizeof(first_error));
+}
+
+void gs_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	print_message("gpuslate: ", fmt, ap, true);
+	va_end(ap);
+}
+
+void gs_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	print_message("gpuslate: warning: ", fmt, ap, false);
+	va_end(ap);
+}
+
+void gs_cli_print_json(json_t *doc)
+{
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	fputc('\n', stdout);
+	json_printed = true;
+}
+
+bool gs_cli_json_printed(void)
+{
+	return json_printed;
+}
+
+void gs_cli_json_failure(json_t *doc, int status)
+{
+	char err[1100];
+
+	if (first_error[0])
+		snprintf(err, sizeof(err), "gpuslate: %s", first_error);
+	else
+		snprintf(err, sizeof(err), "gpuslate: failed (exit %d)", status);
+	json_object_set_new(doc, GS_JK_VERDICT, json_string(gs_verdict_name(gs_verdict_of_failure(status))));
+	json_object_set_new(doc, GS_JK_EXIT_STATUS, json_integer(status));
+	json_object_set_new(doc, GS_JK_REASON, gs_json_text(err));
+}
+
+void gs_cli_print_early_json(const struct gs_request *cli, int status)
+{
+	json_t *j = json_object();
+	char err[1100], summary[1200], reason[2400], host[256];
+
+	if (first_error[0])
+		snprintf(err, sizeof(err), "%s", first_error);
+	else
+		snprintf(err, sizeof(err), "gpuslate failed (exit %d)", status);
+	snprintf(summary, sizeof(summary), "gpuslate: %s", err);
+	if (cli->reason && *cli->reason)
+		snprintf(reason, sizeof(reason), "%s: %s", cli->reason, summary);
+	else
+		snprintf(reason, sizeof(reason), "%s", summary);
+	json_object_set_new(j, GS_JK_SCHEMA_VERSION, json_integer(GS_SCHEMA_VERSION));
+	json_object_set_new(j, "tool", json_string("gpuslate"));
+	json_object_set_new(j, "version", json_string(GS_VERSION));
+	json_object_set_new(j, GS_JK_COMMAND, cli->cmd_name ? gs_json_text(cli->cmd_name) : json_null());
+	if (cli->n_hosts && !cli->remote) {
+		/* The fleet's document: no host ran, the counts are zero. */
+		static const char *const counts[] = { "hosts", "clean", "not_clean", "dry_run", "failed",
+						      "selection_gone", "no_match" };
+		json_t *sum = json_object();
+
+		for (size_t i = 0; i < GS_ARRAY_SIZE(counts); i++)
+			json_object_set_new(sum, counts[i], json_integer(0));
+		json_object_set_new(j, "interrupted", json_false());
+		json_object_set_new(j, "hosts", json_array());
+		json_object_set_new(j, GS_JK_SUMMARY, sum);
+	} else {
+		if (gethostname(host, sizeof(host)) < 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		json_object_set_new(j, "host", gs_json_text(host));
+	}
+	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(gs_verdict_of_failure(status))));
+	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(status));
+	if (!cli->n_hosts || cli->remote)
+		json_object_set_new(j, GS_JK_SUMMARY, gs_json_text(summary));
+	json_object_set_new(j, GS_JK_ERROR, gs_json_text(err));
+	json_object_set_new(j, GS_JK_REASON, gs_json_text(reason));
+	/* The lists a reclaim or status document has, empty: nothing was
+	 * discovered, planned or stopped. */
+	if (!cli->n_hosts || cli->remote) {
+		json_object_set_new(j, GS_JK_GPUS, json_array());
+		json_object_set_new(j, GS_JK_PROCESSES, json_array());
+		if (cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT) {
+			json_object_set_new(j, "dry_run", json_boolean(cli->dry_run));
+			json_object_set_new(j, GS_JK_UNMATCHED, json_array());
+			json_object_set_new(j, GS_JK_PLAN, json_null());
+			json_object_set_new(j, "units", json_array());
+			json_object_set_new(j, GS_JK_RESPAWNS, json_array());
+			json_object_set_new(j, "interrupted", json_false());
+		} else if (cli->cmd == GS_CMD_STATUS) {
+			json_object_set_new(j, GS_JK_WARNINGS, json_array());
+		}
+	}
+	gs_cli_print_json(j);
+	json_decref(j);
+	fflush(stdout);
+}

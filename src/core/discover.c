@@ -1,0 +1,109 @@
+/* The discovery session; see discover.h. */
+#include "core/discover.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
+{
+	char err[256] = "";
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->self = getpid();
+	{
+		/* The real /proc, whatever the root: it is this process. */
+		char *txt = NULL;
+
+		if (gs_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &txt, NULL) == 0)
+			(void)gs_owner_from_cgroup(txt, &d->self_owner);
+		free(txt);
+	}
+	r = gs_root_open(&d->root, &opts->paths);
+	if (r < 0)
+		return r;
+	r = gs_devset_load(&d->root, &d->devs);
+	if (r < 0) {
+		gs_root_close(&d->root);
+		return r;
+	}
+
+	if (!opts->no_nvml) {
+		struct gs_nvml_opts no = {
+			.lib_path = opts->nvml_lib,
+			.call_timeout_ms = opts->nvml_timeout_ms,
+		};
+
+		r = gs_nvml_child_open(&no, &d->backend, err, sizeof(err));
+		if (r >= 0) {
+			d->gpu_source = "nvml";
+			return 0;
+		}
+		if (r == -ETIMEDOUT || r == -ENOMEM) {
+			/* The driver itself is stuck: its procfs files are no
+			 * way around it, and nothing should be acted on. Out of
+			 * memory is ours, not NVML's: falling back would hide
+			 * it behind an "NVML unusable" warning. */
+			gs_strlcpy(d->error, err, sizeof(d->error));
+			d->backend = NULL;
+			gs_devset_free(&d->devs);
+			gs_root_close(&d->root);
+			return r;
+		}
+		snprintf(d->gpu_warning, sizeof(d->gpu_warning), "NVML unusable (%s)",
+			 err[0] ? err : strerror(-r));
+	} else {
+		gs_strlcpy(d->gpu_warning, "NVML not used (--no-nvml)", sizeof(d->gpu_warning));
+	}
+
+	/* The kernel driver's own files still list the GPUs when the library
+	 * is missing or does not match the loaded driver. */
+	r = gs_procfs_nvidia_open(&d->root, &d->backend);
+	if (r >= 0) {
+		d->gpu_source = "procfs";
+		return 0;
+	}
+	d->backend = NULL;
+	d->gpu_source = "none";
+	return 0;
+}
+
+const char *gs_discover_error(const struct gs_discover *d)
+{
+	if (d->error[0])
+		return d->error;
+	return d->backend ? d->backend->error : "";
+}
+
+int gs_discover_proc_fd(const struct gs_discover *d)
+{
+	return d->root.proc_fd;
+}
+
+const struct gs_root *gs_discover_root(const struct gs_discover *d)
+{
+	return &d->root;
+}
+
+int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret)
+{
+	return gs_ptable_load(d->root.proc_fd, ret);
+}
+
+bool gs_discover_polls_memory(const struct gs_discover *d)
+{
+	return d->backend && d->backend->ops->memory;
+}
+
+void gs_discover_close(struct gs_discover *d)
+{
+	gs_gpu_backend_close(d->backend);
+	d->backend = NULL;
+	gs_devset_free(&d->devs);
+	gs_root_close(&d->root);
+}

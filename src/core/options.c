@@ -1,0 +1,109 @@
+/* The option table; see options.h. */
+#include "core/options.h"
+#include "core/snapshot.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#define V(field) offsetof(struct gs_request, field)
+#define L(field) offsetof(struct gs_request, field), offsetof(struct gs_request, n_##field)
+
+/* name, key, arg, commands, forward, type, value, count, section, help */
+const struct gs_option gs_options[] = {
+	{ "gpus", 'g', "GPUS", GS_FOR_ALL, GS_FWD_IF_SET, GS_OT_GPUS, V(gpus), 0, "Selection (reclaim)",
+	  "indices, ranges or UUIDs: 0,2-3 or GPU-a2983c1e (repeatable)" },
+	{ "user", 'u', "USER", GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_LIST, L(users), NULL,
+	  "only processes of USER (repeatable)" },
+	{ "unit", OPT_UNIT, "NAME", GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_LIST, L(units), NULL,
+	  "only processes of systemd unit NAME (repeatable)" },
+	{ "container", OPT_CONTAINER, "ID", GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_LIST, L(containers), NULL,
+	  "only processes of container ID (repeatable)" },
+	{ "match", OPT_MATCH, "REGEX", GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_STRING, V(match), 0, NULL,
+	  "only processes whose command line matches" },
+	{ "include-clients", OPT_INCLUDE_CLIENTS, NULL, GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_FLAG, V(include_clients), 0,
+	  NULL, "also stop clients (monitors holding no memory)" },
+	{ "include", OPT_INCLUDE, "PROCNAME", GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_LIST, L(includes), NULL,
+	  "also stop this protected daemon (repeatable)" },
+
+	{ "yes", 'y', NULL, GS_FOR_RECLAIM, GS_FWD_SPECIAL, GS_OT_FLAG, V(yes), 0, "Acting (reclaim)",
+	  "act without asking" },
+	{ "dry-run", 'n', NULL, GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_FLAG, V(dry_run), 0, NULL,
+	  "print the plan, change nothing" },
+	{ "grace", OPT_GRACE, "TIME", GS_FOR_RECLAIM, GS_FWD_ALWAYS, GS_OT_MS, V(grace_ms), 0, NULL,
+	  "SIGTERM to SIGKILL grace period (default 10s)" },
+	{ "timeout", OPT_TIMEOUT, "TIME", GS_FOR_RECLAIM | GS_FOR_WAIT, GS_FWD_ALWAYS, GS_OT_MS, V(timeout_ms), 0, NULL,
+	  "wait for release at most TIME (default 60s)" },
+	{ "tolerance", OPT_TOLERANCE, "MIB", GS_FOR_RECLAIM | GS_FOR_WAIT, GS_FWD_ALWAYS, GS_OT_MIB, V(tolerance_mib), 0,
+	  NULL, "memory above the baseline still counted clean (default 16)" },
+	{ "no-units", OPT_NO_UNITS, NULL, GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_FLAG, V(no_units), 0, NULL,
+	  "signal processes only, never stop systemd units" },
+	{ "reason", OPT_REASON, "TEXT", GS_FOR_RECLAIM | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
+	  "text for the report (e.g. a Slurm drain reason)" },
+
+	{ "json", OPT_JSON, NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_FLAG, V(json), 0, "Output",
+	  "versioned JSON (gpuslate(1), /usr/share/doc/gpuslate/json.md)" },
+	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FLAG, V(csv), 0, NULL, "CSV" },
+	{ "query-gpu", OPT_QUERY_GPU, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_gpu), 0, NULL,
+	  "nvidia-smi compatible query (with --format)" },
+	{ "query-compute-apps", OPT_QUERY_APPS, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_apps), 0,
+	  NULL, "" },
+	{ "format", OPT_FORMAT, "FMT", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FORMAT, V(format), 0, NULL,
+	  "csv[,noheader][,nounits] or prometheus" },
+	{ "quiet", 'q', NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_FLAG, V(quiet), 0, NULL,
+	  "no progress or notes on stderr" },
+	{ "verbose", 'v', NULL, GS_FOR_ALL, GS_FWD_SPECIAL, GS_OT_FLAG, V(verbose), 0, NULL,
+	  "processes gpuslate could not inspect; with -w: every host's\nfull plan and report" },
+
+	{ "hosts", 'w', "LIST", GS_FOR_ALL, GS_FWD_NO, GS_OT_LIST, L(hosts), "Fleet",
+	  "run on hosts (gpu[01-16],pve1, @group, - for stdin)" },
+	{ "exclude", 'x', "LIST", GS_FOR_ALL, GS_FWD_NO, GS_OT_LIST, L(excludes), NULL, "leave these hosts out" },
+	{ "fanout", 'f', "N", GS_FOR_ALL, GS_FWD_NO, GS_OT_FANOUT, V(fanout), 0, NULL, "hosts at once (default 32)" },
+	{ "hosts-file", OPT_HOSTS_FILE, "FILE", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(hosts_file), 0, NULL,
+	  "inventory (default ~/.config/gpuslate/hosts, /etc/gpuslate/hosts)" },
+	{ "ssh", OPT_SSH, "CMD", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(ssh_cmd), 0, NULL,
+	  "ssh command and options (env GPUSLATE_SSH)" },
+	{ "remote-cmd", OPT_REMOTE_CMD, "CMD", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(remote_cmd), 0, NULL,
+	  "gpuslate on the remote hosts (default gpuslate)" },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "TIME", GS_FOR_ALL, GS_FWD_NO, GS_OT_MS, V(connect_timeout_ms), 0, NULL,
+	  "(default 10s)" },
+	{ "command-timeout", OPT_COMMAND_TIMEOUT, "TIME", GS_FOR_ALL, GS_FWD_NO, GS_OT_MS, V(command_timeout_ms), 0, NULL,
+	  "(default: --timeout + 2 x --grace + 60s)" },
+
+	{ "nvml-lib", OPT_NVML_LIB, "PATH", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(nvml_lib), 0, "Where to look",
+	  "NVML library (env GPUSLATE_NVML_LIB)" },
+	{ "nvml-timeout", OPT_NVML_TIMEOUT, "TIME", GS_FOR_ALL, GS_FWD_IF_SET, GS_OT_MS_SHORT, V(nvml_timeout_ms), 0, NULL,
+	  "deadline of every NVML call (default 5s)" },
+	{ "no-nvml", OPT_NO_NVML, NULL, GS_FOR_ALL, GS_FWD_IF_SET, GS_OT_FLAG, V(no_nvml), 0, NULL,
+	  "no NVML: holders from the scan, no memory figures" },
+	{ "dev-root", OPT_DEV_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(dev_root), 0, NULL,
+	  "device nodes directory (env GPUSLATE_DEV_ROOT)" },
+	{ "proc-root", OPT_PROC_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(proc_root), 0, NULL,
+	  "read this copy of /proc (status, reclaim --dry-run)" },
+	/* Given by a fleet controller to the far side, never by people. */
+	{ "remote", OPT_REMOTE, NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_REMOTE, V(remote), 0, NULL, NULL },
+
+	{ "help", 'h', NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_HELP, 0, 0, "", "this help" },
+	{ "version", 'V', NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_VERSION, 0, 0, NULL, "version" },
+	{ NULL, 0, NULL, 0, GS_FWD_NO, GS_OT_FLAG, 0, 0, NULL, NULL },
+};
+
+const struct gs_option *gs_option_find(int key)
+{
+	for (const struct gs_option *o = gs_options; o->name; o++)
+		if (o->key == key)
+			return o;
+	return NULL;
+}
+
+void gs_request_defaults(struct gs_request *req)
+{
+	req->grace_ms = 10000;
+	req->timeout_ms = 60000;
+	req->tolerance_mib = GS_TOLERANCE_DEFAULT_MIB;
+	req->fanout = 32;
+	req->connect_timeout_ms = 10000;
+	req->nvml_lib = getenv("GPUSLATE_NVML_LIB");
+	req->dev_root = getenv("GPUSLATE_DEV_ROOT");
+	req->nvidia_procfs = getenv("GPUSLATE_NVIDIA_PROCFS");
+	req->ssh_cmd = getenv("GPUSLATE_SSH");
+}

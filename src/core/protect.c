@@ -1,0 +1,103 @@
+/* The protected daemons; see protect.h. */
+#include "core/protect.h"
+#include "util/util.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+/* Infrastructure that must survive a clean slate unless named explicitly:
+ * killing these freezes GPUs (DCGM), breaks NVLink fabrics or the display. */
+static const char *const protected_names[] = {
+	"nvidia-persistenced",
+	"nv-hostengine",
+	"dcgm-exporter",
+	"nv-fabricmanager",
+	"nvidia-fabricmanager",
+	"nvidia-imex",
+	"nvidia-cuda-mps-control",
+	"Xorg",
+	"X",
+	"Xwayland",
+};
+
+/* comm is the executable name cut to 15 bytes by the kernel. */
+static bool comm_matches(const char *comm, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 15)
+		return strlen(comm) == 15 && strncmp(comm, name, 15) == 0;
+	return strcmp(comm, name) == 0;
+}
+
+bool gs_is_protected_name(const char *comm, const char *argv0_name)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(protected_names); i++) {
+		if (comm && comm_matches(comm, protected_names[i]))
+			return true;
+		if (argv0_name && strcmp(argv0_name, protected_names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+const char *gs_protected_name(size_t i)
+{
+	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
+}
+
+/* Their units, for a process whose executable cannot be read (another
+ * user's when gpuslate is not root): only root creates system units. */
+static const char *const protected_units[] = {
+	"nvidia-persistenced.service",
+	"nvidia-fabricmanager.service",
+	"nvidia-dcgm.service",
+	"dcgm.service",
+	"dcgm-exporter.service",
+	"nvidia-imex.service",
+	"nvidia-mps.service",
+	"display-manager.service",
+	"gdm.service",
+	"gdm3.service",
+	"sddm.service",
+	"lightdm.service",
+};
+
+/* systemd's SYSTEM_UID_MAX: accounts below it are made by packages, not
+ * handed to users. */
+#define GS_SYSTEM_UID_MAX 999
+
+static bool in_list(const char *const *list, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], s))
+			return true;
+	return false;
+}
+
+bool gs_claims_protection(const struct gs_procinfo *in)
+{
+	return gs_is_protected_name(in->st.comm, in->name) ||
+	       (in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name));
+}
+
+enum gs_protection gs_protection_of(const struct gs_procinfo *in)
+{
+	const struct gs_owner *o = &in->owner;
+	bool exe_named = in->exe_ok && in_list(protected_names, GS_ARRAY_SIZE(protected_names), in->exe_name);
+	bool exe_trusted, unit_trusted;
+
+	if (!gs_is_protected_name(in->st.comm, in->name) && !exe_named)
+		return GS_PROT_NONE;
+	/* A user's copy, hard link or symlink of any binary fails here: the
+	 * link resolves, a copy is the user's, a link to root's python3 is
+	 * not named so. */
+	exe_trusted = exe_named && in->exe_stat_ok && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
+	unit_trusted = o->kind == GS_OWNER_UNIT && !o->delegated &&
+		       in_list(protected_units, GS_ARRAY_SIZE(protected_units), o->name);
+	/* Even the real binary protects nothing when a user runs it: any
+	 * program can be loaded into it (LD_PRELOAD). */
+	if ((exe_trusted || unit_trusted) && (in->status.uid <= GS_SYSTEM_UID_MAX || unit_trusted))
+		return GS_PROT_VERIFIED;
+	return GS_PROT_UNVERIFIED;
+}

@@ -1,0 +1,110 @@
+/* The reclaim pipeline as one call: lock, discover, process table, plan,
+ * confirmation, stop (with the memory poll on its beat), wait and verify,
+ * the respawn watch, the verdict. `reclaim` and `wait` (locally, for a
+ * fleet controller with --remote, and from the Slurm epilog) all run it.
+ * It prints nothing: the caller's hooks show the plan, ask, draw progress
+ * and print notes; the caller renders the report and exits with its status. */
+#ifndef GS_RECLAIM_H
+#define GS_RECLAIM_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/filters.h"
+#include "core/plan.h"
+#include "core/request.h"
+#include "core/snapshot.h"
+#include "core/stop.h"
+#include "core/verdict.h"
+#include "core/verify.h"
+#include "proc/ptable.h"
+
+/* What a reclaim or wait concluded, for rendering (src/out/reclaim_out.h). */
+struct gs_reclaim_report {
+	const char *command;           /* "reclaim" or "wait" */
+	const struct gs_snapshot *before;
+	const struct gs_plan *plan;
+	const struct gs_stop_result *stop;     /* NULL: nothing was stopped (dry run, wait) */
+	const struct gs_verify_result *verify; /* NULL: not verified (dry run, refused) */
+	enum gs_verdict verdict;
+	enum gs_exit exit_status;
+	bool dry_run;
+	const char *reason;            /* --reason, or one made up from the verdict */
+	const char *message;           /* one line for people and logs */
+	uint64_t elapsed_ms;
+	/* Filter values that matched no process ("--unit x.service"). */
+	const char (*unmatched)[320];
+	size_t n_unmatched;
+};
+
+enum gs_confirm {
+	GS_CONFIRM_YES,
+	GS_CONFIRM_NO,          /* asked, the answer was no */
+	GS_CONFIRM_NO_TERMINAL, /* nobody to ask */
+};
+
+struct gs_reclaim;
+
+/* The caller's part. Every hook may be NULL. */
+struct gs_reclaim_hooks {
+	void *ud;
+	/* The snapshot is taken: say what it could not see. */
+	void (*snapshot_ready)(void *ud, const struct gs_snapshot *s);
+	/* A note for people (lock contention, a filter matching nothing). */
+	void (*note)(void *ud, const char *text);
+	/* The plan is made (reclaim only): show it. no_match: the filters
+	 * match nothing on the host, the reclaim's no_match text says so. */
+	void (*plan_ready)(void *ud, const struct gs_reclaim *rc);
+	/* Ask before stopping anything. NULL: nobody to ask (refused). */
+	enum gs_confirm (*confirm)(void *ud, const struct gs_plan *p);
+	/* About every 200 ms while waiting for the memory. */
+	void (*progress)(void *ud, const struct gs_snapshot *s, const struct gs_gpu_verdict *v, size_t n,
+			 uint64_t elapsed_ms);
+	/* The wait is over (clear the progress line). */
+	void (*progress_end)(void *ud);
+};
+
+/* One run: the report and everything it points to. */
+struct gs_reclaim {
+	struct gs_reclaim_report rep;
+	/* Set when the run failed before reaching a verdict (rep.verdict
+	 * GS_VERDICT_NONE): the one-line reason; rep.exit_status says what
+	 * kind of failure. Empty when the reason was already told (a hook). */
+	char error[512];
+	bool no_match;                 /* the filters matched no process on the host */
+	char no_match_msg[1024];
+
+	/* Owned state, released by gs_reclaim_free. */
+	struct gs_discover d;
+	struct gs_snapshot s;
+	struct gs_ptable pt;
+	struct gs_plan plan;
+	struct gs_selection sel;
+	struct gs_stop_result stop;
+	struct gs_verify_result vr;
+	struct gs_filters_host host;
+	char unmatched[16][320];
+	const char *resolved[GS_MAX_MULTI];
+	char driver_msg[300];
+	int lock_fd;
+	unsigned stage;                /* how far set-up went, for gs_reclaim_free */
+	const struct gs_reclaim_hooks *hooks;
+	const struct gs_request *req;
+};
+
+/* Run req (GS_CMD_RECLAIM or GS_CMD_WAIT). Returns 0 with rc->rep filled,
+ * a verdict or an error in rc->error; -errno only when the run could not
+ * start at all. Always call gs_reclaim_free after rendering: the lock is
+ * held until then. SIGINT, SIGTERM and SIGHUP end the wait with a report. */
+int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *hooks, struct gs_reclaim *rc);
+void gs_reclaim_free(struct gs_reclaim *rc);
+
+/* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE, else
+ * /run or /tmp). */
+const char *gs_last_reclaim_path(char *buf, size_t len);
+/* Keep a reclaim's verdict there (best effort). */
+void gs_last_reclaim_record(const struct gs_reclaim_report *rep);
+
+#endif
