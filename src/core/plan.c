@@ -36,6 +36,9 @@ const char *gs_leave_str(enum gs_leave w)
 		       "or belongs to another PID namespace";
 	case GS_LEAVE_OTHER_GPU:
 		return "also holds a GPU outside the selection: not taken with the target it belongs to";
+	case GS_LEAVE_UNIT_MAIN:
+		return "may be the main process of its unit: when it exits the manager stops the unit, which would end "
+		       "a process left alone too (stop the unit, or select both)";
 	case GS_LEAVE_NS_INIT:
 		return "init of a PID namespace that also holds a process left alone: its end would end that "
 		       "process too (stop its container, or select both)";
@@ -631,6 +634,60 @@ static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s,
 	return 0;
 }
 
+/* Step 6: when a unit's main process exits, its manager stops the unit
+ * and kills every process left in its cgroup (KillMode=control-group, the
+ * default). A signalled target that may be its unit's main process (a
+ * child of the manager) is left alone when the unit's cgroup also holds a
+ * GPU holder the plan leaves alone, or one whose cgroup could not be read. */
+static int guard_unit_mains(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_holder *m;
+		const struct gs_pidstat *st, *parent;
+		const struct gs_owner *uo;
+		size_t len;
+		pid_t victim = 0;
+
+		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT)
+			continue;
+		m = &s->holders[t->holder];
+		if (!m->info_ok)
+			continue;
+		uo = &m->info.owner;
+		if (!uo->unit_cg_len)
+			continue; /* not in a unit */
+		len = (size_t)uo->unit_cg_start + uo->unit_cg_len;
+		/* A unit's main process is the manager's child (systemd: PID 1
+		 * for system units, `systemd --user`, a container's own init);
+		 * so is an orphan the manager reaped as subreaper, which is
+		 * taken as main too, the safe way. A process forked inside the
+		 * unit, or moved into it, has another parent. */
+		st = gs_ptable_find(pt, m->pid);
+		parent = st ? gs_ptable_find(pt, st->ppid) : NULL;
+		if (st && st->ppid > 1 && !(parent && !strcmp(parent->comm, "systemd")))
+			continue;
+		for (size_t k = 0; k < s->n_holders && !victim; k++) {
+			const struct gs_holder *h = &s->holders[k];
+
+			if (h == m || !h->alive || is_target(p, h->pid))
+				continue;
+			if (!h->info_ok || cgroup_within(h->info.owner.cgroup, uo->cgroup, len))
+				victim = h->pid;
+		}
+		if (!victim)
+			continue;
+		{
+			int r = untarget(p, s, i, GS_LEAVE_UNIT_MAIN, victim);
+
+			if (r < 0)
+				return r;
+		}
+		i = (size_t)-1; /* start over: targets moved */
+	}
+	return 0;
+}
+
 /* Step 7, last: a target whose SIGTERM the kernel would drop (ignored,
  * or the init of its own PID namespace without a handler) gets SIGKILL at
  * once: the grace period could only be waited out. Units are still stopped
@@ -667,6 +724,8 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		r = take_process_groups(p, s, pt, self);
 	if (r == 0)
 		r = guard_namespace_inits(p, s, pt);
+	if (r == 0)
+		r = guard_unit_mains(p, s, pt);
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
 	if (r == 0)

@@ -66,6 +66,7 @@ enum gs_leave {
 	GS_LEAVE_NO_CONTEXT, /* NVML lists the PID, but it only has the device open (no mapping) */
 	GS_LEAVE_OTHER_GPU,  /* descendant or group member of a target that also holds an unselected GPU */
 	GS_LEAVE_NS_INIT,    /* init of a PID namespace whose end would end a holder left alone (would_end) */
+	GS_LEAVE_UNIT_MAIN,  /* may be its unit's main process: its exit would stop the unit and a holder left alone */
 };
 
 struct gs_leftalone {

@@ -133,7 +133,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 					off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%s%d",
 								k ? "," : "; its memory is held by ", (int)heirs[k]);
 			}
-			if (l->why == GS_LEAVE_NS_INIT && l->would_end)
+			if ((l->why == GS_LEAVE_NS_INIT || l->why == GS_LEAVE_UNIT_MAIN) && l->would_end)
 				snprintf(extra, sizeof(extra), "; would end PID %d", (int)l->would_end);
 			fprintf(f, "  %7d %-8.8s %-20.20s %-7s %10s %s%s\n", (int)l->pid,
 				h->alive && h->info_ok ? GS_SAFE(h->info.user) : "-",

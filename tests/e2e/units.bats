@@ -151,12 +151,20 @@ unit_with_member() {
 	# and every process left in its cgroup is killed (KillMode=
 	# control-group), so signalling the main process ends the GPU 0
 	# holder too.
-	skip "gpuslate signals the unit's main process, and systemd then kills the unit's GPU 0 holder that -g 1 leaves alone: the plan must leave such a unit alone or say so (src/core, reported to the lead)"
 	unit_with_member 1 2048 0 500
 
 	run --separate-stderr gs reclaim -g 1 -y --json
-	assert_alive "$other"
+	# The main process is left alone and holds GPU 1: selection-gone.
+	assert_status 6
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $main) | \"\\(.would_end) \\(.reason)\"")" \
+		"$other may be the main process of its unit: when it exits the manager stops the unit, which would end a process left alone too (stop the unit, or select both)" "the main process"
+	assert_alive "$main" "$other"
 	assert_eq "$(sd show -p ActiveState --value trainer.service)" active "trainer.service"
+
+	# With both GPUs selected the unit is stopped through systemd.
+	run --separate-stderr gs reclaim -g 0,1 -y --json
+	assert_status 0
+	assert_dead "$main" "$other"
 }
 
 @test "reclaim: a user's shell that only looks like the unit (same program, same slice) is not stopped with it" {
