@@ -263,13 +263,22 @@ static void test_unit_peer_holding_an_unselected_gpu_blocks_the_unit_stop(void *
 	struct gs_holder *a, *b;
 
 	(void)state;
-	a = holder(w, 300, 1, 300, "trainer", "0::/system.slice/trainer.service\n");
+	/* 301 is the unit's main process (systemd's child), 300 its worker */
+	a = holder(w, 300, 301, 300, "trainer", "0::/system.slice/trainer.service\n");
 	maps(a, 1);
 	b = holder(w, 301, 1, 301, "trainer", "0::/system.slice/trainer.service/workers\n");
 	maps(b, 0);
 	plan(w, "1");
 	assert_int_equal(target(w, 300)->action, GS_ACT_SIGNAL);
 	assert_int_equal(w->plan.n_units, 0);
+
+	/* -g 0: the main process is left alone, since its exit would make
+	 * systemd stop the unit and kill the GPU 1 worker with it */
+	gs_plan_free(&w->plan);
+	plan(w, "0");
+	assert_null(target(w, 301));
+	assert_int_equal(left(w, 301)->why, GS_LEAVE_UNIT_MAIN);
+	assert_int_equal(left(w, 301)->would_end, 300);
 
 	/* with both GPUs selected, the unit goes through systemd */
 	gs_plan_free(&w->plan);
@@ -290,7 +299,9 @@ static void test_unit_peer_in_a_delegated_subtree_blocks_the_unit_stop(void **st
 	struct gs_holder *a, *b;
 
 	(void)state;
-	a = holder(w, 300, 1, 300, "runner", "0::/system.slice/ci.service\n");
+	/* a job the runner's main process (299) forked: not the unit's main
+	 * process (that one's exit would stop the unit: see the test above) */
+	a = holder(w, 300, 299, 300, "runner", "0::/system.slice/ci.service\n");
 	maps(a, 1);
 	b = holder(w, 301, 1, 301, "ollama", "0::/system.slice/ci.service/job-7/system.slice/ollama.service\n");
 	maps(b, 0);
