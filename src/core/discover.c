@@ -90,6 +90,11 @@ const struct gs_root *gs_discover_root(const struct gs_discover *d)
 	return &d->root;
 }
 
+int gs_discover_is_pidns_init(void *d, pid_t pid, uint64_t starttime)
+{
+	return gs_pidns_init_read(((const struct gs_discover *)d)->root.proc_fd, pid, starttime);
+}
+
 int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret)
 {
 	return gs_ptable_load(d->root.proc_fd, ret);

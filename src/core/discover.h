@@ -69,6 +69,8 @@ int gs_discover_proc_fd(const struct gs_discover *d);
 /* The root directories (/proc, /sys, /dev stand-ins) the stop stage reads
  * (the cgroup freezer). */
 const struct gs_root *gs_discover_root(const struct gs_discover *d);
+/* gs_selection.is_pidns_init for the plan, d being the discover session. */
+int gs_discover_is_pidns_init(void *d, pid_t pid, uint64_t starttime);
 /* Every process's stat line, from that /proc. */
 int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret);
 

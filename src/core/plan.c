@@ -52,6 +52,7 @@ const char *gs_why_str(enum gs_why w)
 	case GS_WHY_HOLDER: return "holds a selected GPU";
 	case GS_WHY_DESCENDANT: return "descendant of a target";
 	case GS_WHY_GROUP_MEMBER: return "member of a target's process group";
+	case GS_WHY_TARGETED: return "targeted by this reclaim, still alive";
 	}
 	return "unknown";
 }
@@ -366,6 +367,14 @@ static int leave_for_other_gpu(struct gs_plan *p, const struct gs_holder *h, int
 	return add_left(p, h, idx, GS_LEAVE_OTHER_GPU);
 }
 
+/* Was this process (same start time) a target of the plan carried out? */
+static bool was_targeted(const struct gs_plan *carried, const struct gs_pidstat *st)
+{
+	const struct gs_target *t = carried ? gs_plan_find_target(carried, st->pid) : NULL;
+
+	return t && t->starttime == st->starttime;
+}
+
 /* Step 1: every holder of the selected GPUs is a target or left alone, and
  * the plan says why. */
 static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
@@ -393,6 +402,8 @@ static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const 
 			 * someone else (a reused PID, or a container's own PID
 			 * space). Never a target on NVML's word alone. */
 			r = add_left(p, h, (int)i, GS_LEAVE_NO_DEVICE);
+		} else if (was_targeted(sel->targeted, st)) {
+			r = add_target(p, s, st, (int)i, GS_WHY_TARGETED, 0);
 		} else if (h->role == GS_ROLE_PROTECTED && !name_in(sel->includes, sel->n_includes, h)) {
 			r = add_left(p, h, (int)i, GS_LEAVE_PROTECTED);
 		} else if (h->role == GS_ROLE_CLIENT && !sel->include_clients &&
@@ -473,7 +484,7 @@ static int choose_unit_stops(struct gs_plan *p, const struct gs_snapshot *s, con
 /* One member of a leader's process group: taken with it unless a rule
  * leaves it. Returns 1 when it is a target (already or now), 0 when not. */
 static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
-		       const struct gs_pidstat *st, pid_t leader, pid_t self)
+		       const struct gs_selection *sel, const struct gs_pidstat *st, pid_t leader, pid_t self)
 {
 	const struct gs_holder *h;
 	enum gs_leave why;
@@ -495,6 +506,11 @@ static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const str
 		r = leave_for_other_gpu(p, h, hidx);
 		return r < 0 ? r : 0;
 	}
+	/* A holder's namespace is judged by guard_namespace_inits, which knows
+	 * who else lives there; for any other member only the question is
+	 * asked, and an init (or no answer) is never taken by association. */
+	if (!h && sel->is_pidns_init && sel->is_pidns_init(sel->is_pidns_init_ud, st->pid, st->starttime) != 0)
+		return 0;
 	r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
 	if (r < 0)
 		return r;
@@ -512,7 +528,7 @@ static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const str
  * it (workers, helpers). Members are signalled one by one through pidfds.
  * A member that holds a GPU outside the selection stays, and shows why. */
 static int take_process_groups(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
-			       pid_t self)
+			       const struct gs_selection *sel, pid_t self)
 {
 	size_t n0 = p->n_targets;
 	const struct gs_pidstat *me = gs_ptable_find(pt, self);
@@ -533,7 +549,7 @@ static int take_process_groups(struct gs_plan *p, const struct gs_snapshot *s, c
 
 			if (st->pgrp != leader || st->pid == leader)
 				continue;
-			r = take_member(p, s, pt, st, leader, self);
+			r = take_member(p, s, pt, sel, st, leader, self);
 			if (r < 0)
 				return r;
 			members += (size_t)r;
@@ -608,7 +624,7 @@ static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s,
 		const struct gs_holder *init;
 		pid_t victim = 0;
 
-		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT)
+		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT || t->why == GS_WHY_TARGETED)
 			continue;
 		init = &s->holders[t->holder];
 		if (!init->info_ok || init->info.status.nspid != 1 || !init->info.pidns_ok)
@@ -649,7 +665,7 @@ static int guard_unit_mains(struct gs_plan *p, const struct gs_snapshot *s, cons
 		size_t len;
 		pid_t victim = 0;
 
-		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT)
+		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT || t->why == GS_WHY_TARGETED)
 			continue;
 		m = &s->holders[t->holder];
 		if (!m->info_ok)
@@ -721,7 +737,7 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	if (r == 0)
 		r = choose_unit_stops(p, s, sel, self_owner);
 	if (r == 0)
-		r = take_process_groups(p, s, pt, self);
+		r = take_process_groups(p, s, pt, sel, self);
 	if (r == 0)
 		r = guard_namespace_inits(p, s, pt);
 	if (r == 0)

@@ -27,6 +27,7 @@ enum gs_why {
 	GS_WHY_HOLDER,       /* holds a selected GPU */
 	GS_WHY_DESCENDANT,   /* descendant of a target, holds a selected GPU */
 	GS_WHY_GROUP_MEMBER, /* member of a target's process group */
+	GS_WHY_TARGETED,     /* a target of the plan being carried out, still alive (a re-plan during the wait) */
 };
 
 struct gs_target {
@@ -85,6 +86,18 @@ struct gs_selection {
 	bool no_units;
 	bool have_pct, have_lxc_attach; /* which container tools exist (for CT units) */
 	uint64_t tolerance_mib;
+	/* Whether a process that holds no GPU is the init of its own PID
+	 * namespace (1, 0 or -errno): a group member is taken with its leader
+	 * only on a 0, since the kernel ends the whole namespace with its init.
+	 * NULL: no process is (literal hosts in unit tests). Holders carry the
+	 * fact in their procinfo. */
+	int (*is_pidns_init)(void *ud, pid_t pid, uint64_t starttime);
+	void *is_pidns_init_ud;
+	/* The plan being carried out, when this is a re-plan during the wait:
+	 * its targets that are still the same processes stay targets, whatever
+	 * they would be now (a descendant whose ancestor is gone has lost the
+	 * association that made it one, and its memory is still to be freed). */
+	const struct gs_plan *targeted;
 };
 
 /* Memory a process left alone holds on a selected GPU (NVML's figure). */

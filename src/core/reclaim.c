@@ -419,6 +419,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	if (r < 0)
 		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "cannot read the process table: %s", strerror(-r));
 	gs_request_selection(req, &rc->sel);
+	rc->sel.is_pidns_init = gs_discover_is_pidns_init;
+	rc->sel.is_pidns_init_ud = &rc->d;
 	if (gs_filters_any(&rc->sel.filters) && apply_filters(rc) == 0)
 		return 0;
 	r = gs_plan_build(&rc->s, &rc->pt, &rc->sel, rc->d.self, &rc->d.self_owner, &rc->plan, err, sizeof(err));

@@ -143,6 +143,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	struct gs_snapshot s;
 	struct gs_ptable pt = { 0 };
 	struct gs_plan np;
+	struct gs_selection sel;
 	char err[256];
 	int rc;
 
@@ -156,7 +157,11 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 		gs_snapshot_free(&s);
 		return rc;
 	}
-	rc = gs_plan_build(&s, &pt, o->sel, d->self, &d->self_owner, &np, err, sizeof(err));
+	/* What the stop left alive stays a target: the re-plan must not
+	 * excuse it because the association that made it one is gone. */
+	sel = *o->sel;
+	sel.targeted = o->old_plan;
+	rc = gs_plan_build(&s, &pt, &sel, d->self, &d->self_owner, &np, err, sizeof(err));
 	if (rc < 0) {
 		gs_ptable_free(&pt);
 		gs_snapshot_free(&s);

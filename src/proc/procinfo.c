@@ -263,22 +263,22 @@ const char *gs_term_fate_str(enum gs_term_fate f)
 	return NULL;
 }
 
-int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_fate *ret)
+/* /proc/PID/status of the process with that start time (a reused PID
+ * answers -ESRCH). */
+static int pidstatus_read_checked(int proc_fd, pid_t pid, uint64_t starttime, struct gs_pidstatus *ret)
 {
 	_cleanup_free_ char *buf = NULL;
-	struct gs_pidstatus ps;
 	struct gs_pidstat st;
 	char path[32];
 	int r;
 
-	*ret = GS_TERM_UNKNOWN;
 	if (pid <= 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "%d/status", (int)pid);
 	r = gs_read_file_at(proc_fd, path, READ_MAX_SMALL * 4, &buf, NULL);
 	if (r < 0)
 		return r;
-	r = gs_parse_pidstatus(buf, &ps);
+	r = gs_parse_pidstatus(buf, ret);
 	if (r < 0)
 		return r;
 	/* Read before the identity check: if the start time still matches
@@ -286,10 +286,30 @@ int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_f
 	r = gs_pidstat_read(proc_fd, pid, &st);
 	if (r < 0)
 		return r;
-	if (st.starttime != starttime)
-		return -ESRCH;
+	return st.starttime == starttime ? 0 : -ESRCH;
+}
+
+int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_fate *ret)
+{
+	struct gs_pidstatus ps;
+	int r;
+
+	*ret = GS_TERM_UNKNOWN;
+	r = pidstatus_read_checked(proc_fd, pid, starttime, &ps);
+	if (r < 0)
+		return r;
 	*ret = gs_pidstatus_term_fate(&ps);
 	return 0;
+}
+
+int gs_pidns_init_read(int proc_fd, pid_t pid, uint64_t starttime)
+{
+	struct gs_pidstatus ps;
+	int r = pidstatus_read_checked(proc_fd, pid, starttime, &ps);
+
+	if (r < 0)
+		return r;
+	return ps.has_nspid && ps.nspid == 1;
 }
 
 int gs_pidstat_read(int proc_fd, pid_t pid, struct gs_pidstat *ret)

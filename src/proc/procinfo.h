@@ -66,6 +66,10 @@ const char *gs_term_fate_str(enum gs_term_fate f);
  * against the start time afterwards (a reused PID answers -ESRCH). Returns 0
  * or -errno. */
 int gs_term_fate_read(int proc_fd, pid_t pid, uint64_t starttime, enum gs_term_fate *ret);
+/* Is the process the init of its own PID namespace (the last NSpid field
+ * is 1)? 1 or 0 from a fresh /proc/PID/status checked against the start
+ * time, or -errno (-ESRCH for a reused PID). */
+int gs_pidns_init_read(int proc_fd, pid_t pid, uint64_t starttime);
 
 struct gs_procinfo {
 	struct gs_pidstat st;

@@ -137,3 +137,41 @@ require_v1_freezer() {
 	assert_dead "$p"
 	assert_eq "$(gpu_used 0)" 0 "GPU 0 at the end"
 }
+
+# A descendant taken with its target (--match selects only the parent)
+# that survives the stop must keep the verdict from being clean: once its
+# parent is gone it is no longer "a descendant of a target", and the wait's
+# re-plan must not excuse its memory as a process left alone. Found by an
+# adversarial review (a frozen survivor; the same path serves d-state,
+# permission-denied and not-signalled ones).
+survivor_under_match() { # EXTRA options for the descendant
+	require_v1_freezer
+	launch job setsid bash -c '"$1" --gpu 0 --mib 512 '"$*"' --ready-file "$2.child" -- otherjob &
+		until [ -f "$2.child" ]; do sleep 0.01; done
+		exec "$1" --gpu 0 --mib 1024 --ready-file "$2" -- trainjob' _ "$GS_HOLDER" "$BATS_TEST_TMPDIR/job.ready"
+	parent=$(rpid job)
+	child=$(ready_values "$BATS_TEST_TMPDIR/job.ready.child" pid)
+	track "$child"
+	run --separate-stderr gs reclaim -n --json --match trainjob
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $child) | .why")" "descendant of a target" "the child, planned"
+	in_cgroup "$child" "$V1_DIR"
+	echo FROZEN >"$V1_DIR/freezer.state"
+	wait_for 5 v1_frozen "$V1_DIR"
+
+	run --separate-stderr gs reclaim -y --json --match trainjob --grace 1 --timeout 2
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(proc_json "$child" .outcome)" frozen "the child's outcome"
+	assert_eq "$(jqo ".gpus[] | select(.index == 0) | \"\(.clean) \(.held_by | map(tostring) | join(\",\"))\"")" \
+		"false $child" "GPU 0"
+	assert_dead "$parent"
+	assert_alive "$child"
+}
+
+@test "frozen descendant of a --match target survives the stop: not clean, held by it (not excused as left alone)" {
+	survivor_under_match
+}
+
+@test "frozen client-role descendant of a --match target survives the stop: not clean, never 'clean'" {
+	survivor_under_match --client
+}

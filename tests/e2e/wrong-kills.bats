@@ -259,3 +259,29 @@ start_ns_holder() {
 	run --separate-stderr gs status --query-gpu=index,memory.used --format=csv,noheader,nounits
 	assert_eq "$output" $'0, 0\n1, 0' "memory after"
 }
+
+@test "reclaim -g 0: a PID namespace's init in a target's process group is not taken with it when that would end GPU 1's job" {
+	# The group leader holds GPU 0; in its group, `unshare -p -f` started a
+	# namespace whose init (a shell holding no GPU) runs the GPU 1 job.
+	# Killing that init would make the kernel end the job.
+	launch group setsid bash -c '
+		unshare -p -f bash -c "\"\$1\" --gpu 1 --mib 256 --ready-file \"\$2.inner\" & wait" _ "$1" "$2" &
+		until [ -f "$2.inner" ]; do sleep 0.01; done
+		exec "$1" --gpu 0 --mib 1024 --ready-file "$2"' _ "$GS_HOLDER" "$BATS_TEST_TMPDIR/group.ready"
+	leader=$(rpid group)
+	nsinit= job=
+	while read -r p c; do
+		track "$p"
+		[ "$c" = bash ] && nsinit=$p
+		[ "$c" = gs-holder ] && [ "$p" != "$leader" ] && job=$p
+	done < <(ps -o pid=,comm= -g "$leader")
+	assert_eq "$(awk '/^NSpid/ { print $NF }' /proc/"$nsinit"/status)" 1 "the shell is its namespace's init"
+	assert_eq "$(awk '/^NSpid/ { print $NF }' /proc/"$job"/status)" 2 "the GPU 1 job lives in that namespace"
+
+	run --separate-stderr gs reclaim -y -g 0 --json
+	assert_eq "$(jqo "[.plan.targets[] | select(.pid == $nsinit)] | length")" 0 "the namespace's init, targeted"
+	assert_dead "$leader"
+	assert_alive "$nsinit" "$job"
+	run --separate-stderr gs status --query-gpu=index,memory.used --format=csv,noheader,nounits
+	assert_eq "$output" $'0, 0\n1, 256' "memory after"
+}
