@@ -23,6 +23,7 @@
 #include "proc/holderscan.h"
 #include "util/root.h"
 #include "util/util.h"
+#include "waiting_child.h"
 
 static char tmpdir[256];
 
@@ -34,10 +35,6 @@ struct open_spec {
 	bool close_fd;
 };
 
-struct child {
-	pid_t pid;
-	int go_fd; /* closing it lets the child exit */
-};
 
 /* Parent-side ends of the go pipes of live children. A forked child
  * inherits them (no exec, so O_CLOEXEC does not help) and must close them,
@@ -100,33 +97,25 @@ static void child_open(const struct open_spec *spec, size_t n)
 	}
 }
 
+struct open_job {
+	const struct open_spec *spec;
+	size_t n;
+};
+
+static void open_in_child(void *ud)
+{
+	const struct open_job *j = ud;
+
+	child_close_inherited();
+	child_open(j->spec, j->n);
+}
+
 /* Fork a child that opens spec, says "ready" and waits for EOF on go. */
 static struct child spawn(const struct open_spec *spec, size_t n)
 {
-	int ready[2], go[2];
-	struct child c;
-	char b;
+	struct open_job j = { spec, n };
+	struct child c = spawn_waiting_child(open_in_child, &j);
 
-	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
-	c.pid = fork();
-	assert_true(c.pid >= 0);
-	if (c.pid == 0) {
-		child_close_inherited();
-		close(ready[0]);
-		close(go[1]);
-		child_open(spec, n);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(5);
-		while (read(go[0], &b, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(ready[1]);
-	close(go[0]);
-	assert_int_equal(read(ready[0], &b, 1), 1);
-	close(ready[0]);
-	c.go_fd = go[1];
 	keep_parent_fd(c.go_fd);
 	return c;
 }

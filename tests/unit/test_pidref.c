@@ -18,40 +18,13 @@
 #include "proc/pidref.h"
 #include "util/root.h"
 #include "util/util.h"
+#include "waiting_child.h"
 
 static int proc_fd = -1;
 
-struct child {
-	pid_t pid;
-	int go_fd;
-};
-
-/* Started child: waits for EOF on its go pipe, then exits 0. */
 static struct child spawn(void)
 {
-	int ready[2], go[2];
-	struct child c;
-	char b;
-
-	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
-	c.pid = fork();
-	assert_true(c.pid >= 0);
-	if (c.pid == 0) {
-		close(ready[0]);
-		close(go[1]);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(5);
-		while (read(go[0], &b, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(ready[1]);
-	close(go[0]);
-	assert_int_equal(read(ready[0], &b, 1), 1);
-	close(ready[0]);
-	c.go_fd = go[1];
-	return c;
+	return spawn_waiting_child(NULL, NULL);
 }
 
 /* Field 22 of /proc/PID/stat, parsed independently of the library. */
