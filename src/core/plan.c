@@ -506,9 +506,10 @@ static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const str
 		r = leave_for_other_gpu(p, h, hidx);
 		return r < 0 ? r : 0;
 	}
-	/* A holder's namespace is judged by guard_namespace_inits, which knows
-	 * who else lives there; for any other member only the question is
-	 * asked, and an init (or no answer) is never taken by association. */
+	/* A holder's namespace is judged by the namespace-init rule
+	 * (guard_collateral), which knows who else lives there; for any other
+	 * member only the question is asked, and an init (or no answer) is
+	 * never taken by association. */
 	if (!h && sel->is_pidns_init && sel->is_pidns_init(sel->is_pidns_init_ud, st->pid, st->starttime) != 0)
 		return 0;
 	r = add_target(p, s, st, hidx, GS_WHY_GROUP_MEMBER, leader);
@@ -612,97 +613,92 @@ static int untarget(struct gs_plan *p, const struct gs_snapshot *s, size_t i, en
 	return r;
 }
 
-/* Step 5: a target that is the init of a PID namespace (a container's main
- * process without an init, `unshare -p -f`) takes its whole namespace with
- * it, whatever gpuslate signals: when that would end a GPU holder the plan
- * leaves alone (protected, unselected, another GPU's job, a client), the
- * init is left alone too, and the verdict says what stays. */
-static int guard_namespace_inits(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+/* Whether a signalled target t's end takes others with it, by a rule of
+ * the kernel or of a manager: its subject() says if the rule applies to t,
+ * ends() whether it would end holder h. */
+struct collateral_rule {
+	bool (*subject)(const struct gs_holder *t, const struct gs_ptable *pt);
+	bool (*ends)(const struct gs_holder *t, const struct gs_holder *h, const struct gs_ptable *pt);
+	enum gs_leave why;
+};
+
+/* Steps 5 and 6: a target whose end would end a holder the plan does not
+ * stop is left alone (with what it took along), naming one such holder. A
+ * surviving target of the plan carried out (a re-plan) stays one. */
+static int guard_collateral(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+			    const struct collateral_rule *rule)
 {
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
-		const struct gs_holder *init;
+		const struct gs_holder *th;
 		pid_t victim = 0;
+		int r;
 
 		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT || t->why == GS_WHY_TARGETED)
 			continue;
-		init = &s->holders[t->holder];
-		if (!init->info_ok || init->info.status.nspid != 1 || !init->info.pidns_ok)
+		th = &s->holders[t->holder];
+		if (!th->info_ok || !rule->subject(th, pt))
 			continue;
 		for (size_t k = 0; k < s->n_holders && !victim; k++) {
 			const struct gs_holder *h = &s->holders[k];
 
-			if (h == init || !h->alive || !h->info_ok || is_target(p, h->pid))
-				continue;
-			if (init_would_end(init, h, pt))
+			if (h != th && h->alive && !is_target(p, h->pid) && rule->ends(th, h, pt))
 				victim = h->pid;
 		}
 		if (!victim)
 			continue;
-		{
-			int r = untarget(p, s, i, GS_LEAVE_NS_INIT, victim);
-
-			if (r < 0)
-				return r;
-		}
+		r = untarget(p, s, i, rule->why, victim);
+		if (r < 0)
+			return r;
 		i = (size_t)-1; /* start over: targets moved */
 	}
 	return 0;
+}
+
+/* Step 5: the init of a PID namespace (a container's main process without
+ * an init, `unshare -p -f`) takes its whole namespace with it, whatever
+ * gpuslate signals. */
+static bool is_namespace_init(const struct gs_holder *t, const struct gs_ptable *pt)
+{
+	(void)pt;
+	return t->info.status.nspid == 1 && t->info.pidns_ok;
+}
+
+static bool namespace_end_ends(const struct gs_holder *init, const struct gs_holder *h, const struct gs_ptable *pt)
+{
+	return h->info_ok && init_would_end(init, h, pt);
 }
 
 /* Step 6: when a unit's main process exits, its manager stops the unit
  * and kills every process left in its cgroup (KillMode=control-group, the
- * default). A signalled target that may be its unit's main process (a
- * child of the manager) is left alone when the unit's cgroup also holds a
- * GPU holder the plan leaves alone, or one whose cgroup could not be read. */
-static int guard_unit_mains(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+ * default). A unit's main process is the manager's child (systemd: PID 1
+ * for system units, `systemd --user`, a container's own init); so is an
+ * orphan the manager reaped as subreaper, which is taken as main too, the
+ * safe way. A process forked inside the unit, or moved into it, has another
+ * parent. */
+static bool may_be_unit_main(const struct gs_holder *t, const struct gs_ptable *pt)
 {
-	for (size_t i = 0; i < p->n_targets; i++) {
-		const struct gs_target *t = &p->targets[i];
-		const struct gs_holder *m;
-		const struct gs_pidstat *st, *parent;
-		const struct gs_owner *uo;
-		size_t len;
-		pid_t victim = 0;
+	const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
+	const struct gs_pidstat *parent = st ? gs_ptable_find(pt, st->ppid) : NULL;
 
-		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT || t->why == GS_WHY_TARGETED)
-			continue;
-		m = &s->holders[t->holder];
-		if (!m->info_ok)
-			continue;
-		uo = &m->info.owner;
-		if (!uo->unit_cg_len)
-			continue; /* not in a unit */
-		len = (size_t)uo->unit_cg_start + uo->unit_cg_len;
-		/* A unit's main process is the manager's child (systemd: PID 1
-		 * for system units, `systemd --user`, a container's own init);
-		 * so is an orphan the manager reaped as subreaper, which is
-		 * taken as main too, the safe way. A process forked inside the
-		 * unit, or moved into it, has another parent. */
-		st = gs_ptable_find(pt, m->pid);
-		parent = st ? gs_ptable_find(pt, st->ppid) : NULL;
-		if (st && st->ppid > 1 && !(parent && !strcmp(parent->comm, "systemd")))
-			continue;
-		for (size_t k = 0; k < s->n_holders && !victim; k++) {
-			const struct gs_holder *h = &s->holders[k];
-
-			if (h == m || !h->alive || is_target(p, h->pid))
-				continue;
-			if (!h->info_ok || cgroup_within(h->info.owner.cgroup, uo->cgroup, len))
-				victim = h->pid;
-		}
-		if (!victim)
-			continue;
-		{
-			int r = untarget(p, s, i, GS_LEAVE_UNIT_MAIN, victim);
-
-			if (r < 0)
-				return r;
-		}
-		i = (size_t)-1; /* start over: targets moved */
-	}
-	return 0;
+	if (!t->info.owner.unit_cg_len)
+		return false; /* not in a unit */
+	return !st || st->ppid <= 1 || (parent && !strcmp(parent->comm, "systemd"));
 }
+
+/* A holder whose cgroup could not be read may be inside the unit. */
+static bool unit_stop_ends(const struct gs_holder *m, const struct gs_holder *h, const struct gs_ptable *pt)
+{
+	const struct gs_owner *uo = &m->info.owner;
+
+	(void)pt;
+	return !h->info_ok ||
+	       cgroup_within(h->info.owner.cgroup, uo->cgroup, (size_t)uo->unit_cg_start + uo->unit_cg_len);
+}
+
+static const struct collateral_rule namespace_init_rule = { is_namespace_init, namespace_end_ends,
+							     GS_LEAVE_NS_INIT };
+static const struct collateral_rule unit_main_rule = { may_be_unit_main, unit_stop_ends, GS_LEAVE_UNIT_MAIN };
 
 /* Step 7, last: a target whose SIGTERM the kernel would drop (ignored,
  * or the init of its own PID namespace without a handler) gets SIGKILL at
@@ -739,9 +735,9 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	if (r == 0)
 		r = take_process_groups(p, s, pt, sel, self);
 	if (r == 0)
-		r = guard_namespace_inits(p, s, pt);
+		r = guard_collateral(p, s, pt, &namespace_init_rule);
 	if (r == 0)
-		r = guard_unit_mains(p, s, pt);
+		r = guard_collateral(p, s, pt, &unit_main_rule);
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
 	if (r == 0)
