@@ -180,6 +180,10 @@ static int run(const struct gs_request *req)
 			emit(req, &rc.rep);
 		break;
 	default:
+		/* Out of memory mid-wait: the report says not clean; say why
+		 * where errors go too, as every other failure does. */
+		if (rc.rep.verdict == GS_VERDICT_NOT_CLEAN && rc.rep.message && *rc.rep.message)
+			gs_err("%s", rc.rep.message);
 		if (rc.rep.dry_run && !req->json)
 			printf("\nDry run: nothing was changed.\n");
 		else

@@ -493,7 +493,14 @@ int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *s)
 		fd = openat(d->root.proc_fd, dirname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
 			h->alive = true;
-			if (gs_procinfo_read(fd, h->pid, &h->info) == 0) {
+			r = gs_procinfo_read(fd, h->pid, &h->info);
+			if (r == -ENOMEM) {
+				/* Not "identity unreadable": that would leave a
+				 * holder alone for our own lack of memory. */
+				close(fd);
+				goto fail;
+			}
+			if (r == 0) {
 				h->info_ok = true;
 				/* The executable's owner matters only to a claim of
 				 * protection; a stat can wait on its file system. */
