@@ -700,6 +700,48 @@ static const struct collateral_rule namespace_init_rule = { is_namespace_init, n
 							     GS_LEAVE_NS_INIT };
 static const struct collateral_rule unit_main_rule = { may_be_unit_main, unit_stop_ends, GS_LEAVE_UNIT_MAIN };
 
+/* Forget unit u: its targets are signalled, later units move down one. */
+static void drop_unit(struct gs_plan *p, int u)
+{
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+
+		if (t->unit == u) {
+			t->action = GS_ACT_SIGNAL;
+			t->unit = -1;
+		} else if (t->unit > u) {
+			t->unit--;
+		}
+	}
+	memmove(&p->units[u], &p->units[u + 1], (p->n_units - (size_t)u - 1) * sizeof(p->units[0]));
+	p->n_units--;
+}
+
+/* The unit stops were chosen before the guards: a guard may since have
+ * left alone a holder inside a unit's cgroup (or every target of it),
+ * and stopping the unit would end that holder all the same. Such a unit
+ * is not stopped; its targets go back to plain signals, and the caller
+ * runs the later steps again for them (a unit's main process signalled
+ * makes the manager stop the unit: the unit-main rule must see it).
+ * Returns 1 when a unit was dropped, 0 when none. */
+static int drop_uncontained_unit_stops(struct gs_plan *p, const struct gs_snapshot *s)
+{
+	int dropped = 0;
+
+	for (int u = (int)p->n_units - 1; u >= 0; u--) {
+		const struct gs_target *first = NULL;
+
+		for (size_t i = 0; i < p->n_targets && !first; i++)
+			if (p->targets[i].unit == u)
+				first = &p->targets[i];
+		if (first && unit_stop_is_contained(p, s, &s->holders[first->holder].info.owner))
+			continue;
+		drop_unit(p, u);
+		dropped = 1;
+	}
+	return dropped;
+}
+
 /* Step 7, last: a target whose SIGTERM the kernel would drop (ignored,
  * or the init of its own PID namespace without a handler) gets SIGKILL at
  * once: the grace period could only be waited out. Units are still stopped
@@ -732,12 +774,18 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		r = adopt_descendants(p, s, pt);
 	if (r == 0)
 		r = choose_unit_stops(p, s, sel, self_owner);
-	if (r == 0)
+	/* The guards see the unit stops chosen; a unit stop they made unsafe
+	 * is dropped and the steps run again for its targets. Every round
+	 * that goes on drops a unit, so this ends. */
+	while (r == 0) {
 		r = take_process_groups(p, s, pt, sel, self);
-	if (r == 0)
-		r = guard_collateral(p, s, pt, &namespace_init_rule);
-	if (r == 0)
-		r = guard_collateral(p, s, pt, &unit_main_rule);
+		if (r == 0)
+			r = guard_collateral(p, s, pt, &namespace_init_rule);
+		if (r == 0)
+			r = guard_collateral(p, s, pt, &unit_main_rule);
+		if (r == 0 && !drop_uncontained_unit_stops(p, s))
+			break;
+	}
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
 	if (r == 0)

@@ -687,6 +687,59 @@ static void test_sigterm_that_would_be_dropped_gets_sigkill_at_once(void **state
 	free_world(w);
 }
 
+/* It is PID 1 of the PID namespace (4, ino). */
+static void in_pidns(struct gs_holder *h, pid_t nspid, ino_t ino)
+{
+	h->info.status.has_nspid = true;
+	h->info.status.nspid = nspid;
+	h->info.pidns_ok = true;
+	h->info.pidns_dev = 4;
+	h->info.pidns_ino = ino;
+}
+
+/* Review 5 item 1: the unit stop was chosen before the guards left a
+ * holder inside the unit's cgroup alone: a CI runner's service (main 300)
+ * whose job started a container, its init 310 in a delegated subtree of
+ * the unit. Another process of the container's namespace (320, joined from
+ * a login session) holds only GPU 1. -g 0 left 310 alone (its end would end
+ * 320) yet stopped ci.service, which ends 310, and the kernel 320 with it. */
+static void test_unit_holding_an_init_left_alone_is_not_stopped(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *runner, *init, *peer;
+
+	(void)state;
+	runner = holder(w, 300, 1, 300, "runner", "0::/system.slice/ci.service\n");
+	maps(runner, 0);
+	init = holder(w, 310, 300, 310, "ctr-init",
+		      "0::/system.slice/ci.service/job-7/system.slice/train.service\n");
+	maps(init, 0);
+	in_pidns(init, 1, 4026532100);
+	peer = holder(w, 320, 1, 320, "probe", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(peer, 1);
+	in_pidns(peer, 14, 4026532100);
+	plan(w, "0");
+
+	assert_null(target(w, 310));
+	assert_int_equal(left(w, 310)->why, GS_LEAVE_NS_INIT);
+	assert_int_equal(left(w, 310)->would_end, 320);
+	/* the unit would take 310: not stopped; and its main process, whose
+	 * exit would make systemd stop it, is left alone too */
+	assert_int_equal(w->plan.n_units, 0);
+	assert_null(target(w, 300));
+	assert_int_equal(left(w, 300)->why, GS_LEAVE_UNIT_MAIN);
+	assert_int_equal(left(w, 300)->would_end, 310);
+
+	/* with GPU 1 too, the namespace goes whole, and the unit through systemd */
+	gs_plan_free(&w->plan);
+	plan(w, NULL);
+	assert_int_equal(target(w, 300)->action, GS_ACT_STOP_UNIT);
+	assert_non_null(target(w, 310));
+	assert_non_null(target(w, 320));
+	assert_int_equal(w->plan.n_units, 1);
+	free_world(w);
+}
+
 /* Issue 15 item 3: memory no process holds. */
 static void test_memory_held_by_no_process(void **state)
 {
@@ -794,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_gpuslate_its_ancestors_and_pid1_are_never_targets),
 		cmocka_unit_test(test_reclaim_u_resolves_names_through_the_resolver_given),
 		cmocka_unit_test(test_sigterm_that_would_be_dropped_gets_sigkill_at_once),
+		cmocka_unit_test(test_unit_holding_an_init_left_alone_is_not_stopped),
 		cmocka_unit_test(test_memory_held_by_no_process),
 		cmocka_unit_test(test_unreadable_process_matters_only_with_unaccounted_memory),
 	};
