@@ -620,6 +620,11 @@ struct collateral_rule {
 	bool (*subject)(const struct gs_holder *t, const struct gs_ptable *pt);
 	bool (*ends)(const struct gs_holder *t, const struct gs_holder *h, const struct gs_ptable *pt);
 	enum gs_leave why;
+	/* The rule holds for a target whose unit is stopped too: the unit
+	 * stop ends it as a signal would, and a failed stop falls back to
+	 * signals on it. Not the unit-main rule: a unit stop is what it
+	 * guards against, and unit_stop_is_contained asked that already. */
+	bool unit_stops_too;
 };
 
 /* Steps 5 and 6: a target whose end would end a holder the plan does not
@@ -634,7 +639,8 @@ static int guard_collateral(struct gs_plan *p, const struct gs_snapshot *s, cons
 		pid_t victim = 0;
 		int r;
 
-		if (t->holder < 0 || t->action == GS_ACT_STOP_UNIT || t->why == GS_WHY_TARGETED)
+		if (t->holder < 0 || (t->action == GS_ACT_STOP_UNIT && !rule->unit_stops_too) ||
+		    t->why == GS_WHY_TARGETED)
 			continue;
 		th = &s->holders[t->holder];
 		if (!th->info_ok || !rule->subject(th, pt))
@@ -697,8 +703,9 @@ static bool unit_stop_ends(const struct gs_holder *m, const struct gs_holder *h,
 }
 
 static const struct collateral_rule namespace_init_rule = { is_namespace_init, namespace_end_ends,
-							     GS_LEAVE_NS_INIT };
-static const struct collateral_rule unit_main_rule = { may_be_unit_main, unit_stop_ends, GS_LEAVE_UNIT_MAIN };
+							     GS_LEAVE_NS_INIT, true };
+static const struct collateral_rule unit_main_rule = { may_be_unit_main, unit_stop_ends, GS_LEAVE_UNIT_MAIN,
+							false };
 
 /* Forget unit u: its targets are signalled, later units move down one. */
 static void drop_unit(struct gs_plan *p, int u)

@@ -740,6 +740,40 @@ static void test_unit_holding_an_init_left_alone_is_not_stopped(void **state)
 	free_world(w);
 }
 
+/* Review 5 item 2: a unit's target is the init of a PID namespace
+ * (PrivatePIDs=yes: the service's main process is PID 1 of its own
+ * namespace) that a process outside the unit's cgroup joined (nsenter from
+ * a login session), holding only GPU 1. The namespace-init rule skipped
+ * unit stops: -g 0 stopped the unit, or, when that failed, signalled 300;
+ * either way the kernel ended 320. */
+static void test_unit_target_that_inits_a_namespace_with_a_holder_left_alone_stays(void **state)
+{
+	struct world *w = new_world(2);
+	struct gs_holder *svc, *joined;
+
+	(void)state;
+	svc = holder(w, 300, 1, 300, "trainer", "0::/system.slice/trainer.service\n");
+	maps(svc, 0);
+	in_pidns(svc, 1, 4026532200);
+	joined = holder(w, 320, 1, 320, "debug", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(joined, 1);
+	in_pidns(joined, 2, 4026532200);
+	plan(w, "0");
+
+	assert_null(target(w, 300));
+	assert_int_equal(left(w, 300)->why, GS_LEAVE_NS_INIT);
+	assert_int_equal(left(w, 300)->would_end, 320);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(w->plan.n_targets, 0);
+
+	/* both GPUs: both go, the unit through systemd */
+	gs_plan_free(&w->plan);
+	plan(w, NULL);
+	assert_int_equal(target(w, 300)->action, GS_ACT_STOP_UNIT);
+	assert_int_equal(target(w, 320)->action, GS_ACT_SIGNAL);
+	free_world(w);
+}
+
 /* Issue 15 item 3: memory no process holds. */
 static void test_memory_held_by_no_process(void **state)
 {
@@ -848,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_reclaim_u_resolves_names_through_the_resolver_given),
 		cmocka_unit_test(test_sigterm_that_would_be_dropped_gets_sigkill_at_once),
 		cmocka_unit_test(test_unit_holding_an_init_left_alone_is_not_stopped),
+		cmocka_unit_test(test_unit_target_that_inits_a_namespace_with_a_holder_left_alone_stays),
 		cmocka_unit_test(test_memory_held_by_no_process),
 		cmocka_unit_test(test_unreadable_process_matters_only_with_unaccounted_memory),
 	};
