@@ -86,6 +86,47 @@ static int read_identity(int proc_fd, pid_t pid, uint64_t *ret_start, char *ret_
 	return 0;
 }
 
+/* The Threads: count of <pid>/status: the threads of its group that have
+ * not been released, a zombie leader included. Returns it, -ESRCH when the
+ * process is gone, other -errno. */
+static int read_threads(int proc_fd, pid_t pid)
+{
+	_cleanup_close_ int fd = -1;
+	char path[32], buf[4096];
+	const char *p;
+	size_t len = 0;
+	long v;
+
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+	while (len < sizeof(buf) - 1) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ESRCH ? -ESRCH : -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	p = strstr(buf, "\nThreads:");
+	if (!p)
+		return -EINVAL;
+	p += strlen("\nThreads:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (v = 0; *p >= '0' && *p <= '9' && v < INT_MAX / 10; p++)
+		v = v * 10 + (*p - '0');
+	return (int)v;
+}
+
 /* 0 when <pid> is still the process started at starttime, else -ESRCH. */
 static int check_identity(int proc_fd, pid_t pid, uint64_t starttime, char *ret_state)
 {
@@ -233,8 +274,20 @@ int gs_pidref_exited(struct gs_pidref *ref, int proc_fd)
 		return r;
 	if (start != ref->starttime)
 		return 1; /* reaped, and the PID already reused */
-	/* A zombie holds no files or memory any more (do_exit released them). */
-	return state == 'Z' || state == 'X' ? 1 : 0;
+	if (state != 'Z' && state != 'X')
+		return 0;
+	/* A zombie holds no files or memory any more (do_exit released
+	 * them), but stat shows the leader's state: a leader that ended
+	 * (pthread_exit) while other threads run on reads 'Z' too, and the
+	 * process keeps everything. Gone only when it is the last thread. A
+	 * PID reaped and reused between the two reads makes this say alive:
+	 * the safe way, the next look sees the start time differ. */
+	r = read_threads(proc_fd, ref->pid);
+	if (r == -ESRCH)
+		return 1;
+	if (r < 0)
+		return r;
+	return r <= 1 ? 1 : 0;
 }
 
 static uint64_t deadline_after(uint64_t timeout_ms)

@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,6 +166,109 @@ static void test_zombie(void **state)
 	assert_int_equal(gs_pidref_exited(&old, proc_fd), 1);
 }
 
+/* The child of spawn_zombie_leader: its main thread has ended, this one
+ * says so and runs until EOF on the go pipe. */
+struct leader_pipes {
+	int ready, go;
+};
+
+static void *run_on(void *arg)
+{
+	struct leader_pipes *lp = arg;
+	char b;
+
+	if (write(lp->ready, "r", 1) != 1)
+		_exit(5);
+	while (read(lp->go, &b, 1) > 0)
+		;
+	_exit(0);
+}
+
+/* /proc/PID/stat's state field. */
+static char state_of(pid_t pid)
+{
+	char path[64], *text = NULL, *p, state;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	assert_int_equal(gs_read_file_at(AT_FDCWD, path, 4096, &text, NULL), 0);
+	p = strrchr(text, ')');
+	assert_non_null(p);
+	state = p[2];
+	free(text);
+	return state;
+}
+
+/* A child whose main thread called pthread_exit while another thread runs
+ * on: /proc/PID/stat shows the leader 'Z', yet the process keeps its
+ * files and memory. Returns once the leader reads 'Z'. */
+static struct child spawn_zombie_leader(void)
+{
+	static struct leader_pipes lp;
+	int ready[2], go[2];
+	struct child c;
+	char b;
+
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		pthread_t t;
+
+		close(ready[0]);
+		close(go[1]);
+		lp = (struct leader_pipes){ .ready = ready[1], .go = go[0] };
+		if (pthread_create(&t, NULL, run_on, &lp) != 0)
+			_exit(6);
+		pthread_exit(NULL);
+	}
+	close(ready[1]);
+	close(go[0]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c.go_fd = go[1];
+	/* The leader's exit is the kernel's, after it said ready: await it. */
+	for (uint64_t t0 = gs_now_ms(); state_of(c.pid) != 'Z'; ) {
+		struct timespec ts = { .tv_nsec = 1000000 };
+
+		assert_true(gs_now_ms() - t0 < 30000);
+		nanosleep(&ts, NULL);
+	}
+	return c;
+}
+
+/* Review 5 item 3: without a pidfd (an old kernel, or a parked reference)
+ * exit was read from the leader's state alone, and a leader that is a
+ * zombie while another thread runs was taken for gone: its memory was not
+ * freed. Alive until the last thread ends, on every path. */
+static void test_zombie_leader_with_a_live_thread_is_not_gone(void **state)
+{
+	struct child c = spawn_zombie_leader();
+	uint64_t st = starttime_of(c.pid);
+	struct gs_pidref ref, old, parked;
+
+	(void)state;
+	assert_int_equal(gs_pidref_open(&ref, proc_fd, c.pid, st), 0);
+	assert_int_equal(gs_pidref_open(&parked, proc_fd, c.pid, st), 0);
+	assert_int_equal(gs_pidref_park(&parked), 0);
+	old = (struct gs_pidref){ .pid = c.pid, .starttime = st, .pidfd = -1, .no_pidfd = true };
+	assert_int_equal(gs_pidref_exited(&ref, proc_fd), 0);
+	assert_int_equal(gs_pidref_exited(&old, proc_fd), 0);
+	assert_int_equal(gs_pidref_wait_exit(&old, proc_fd, 0), 0);
+	assert_int_equal(gs_pidref_exited(&parked, proc_fd), 0);
+	assert_int_equal(gs_pidref_wait_exit(&parked, proc_fd, 0), 0);
+
+	/* The last thread ends: the process is gone (a zombie), on every path. */
+	close(c.go_fd);
+	wait_zombie(c.pid);
+	assert_int_equal(gs_pidref_wait_exit(&ref, proc_fd, 10000), 1);
+	assert_int_equal(gs_pidref_wait_exit(&old, proc_fd, 10000), 1);
+	assert_int_equal(gs_pidref_wait_exit(&parked, proc_fd, 10000), 1);
+	gs_pidref_close(&ref);
+	gs_pidref_close(&parked);
+	assert_int_equal(reap_status(c.pid), 0);
+}
+
 /* The kill(2) fallback of kernels without pidfds. */
 static void test_no_pidfd_fallback(void **state)
 {
@@ -275,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_gone),
 		cmocka_unit_test(test_zombie),
 		cmocka_unit_test(test_no_pidfd_fallback),
+		cmocka_unit_test(test_zombie_leader_with_a_live_thread_is_not_gone),
 		cmocka_unit_test(test_wait_interrupted),
 		cmocka_unit_test(test_parked),
 	};
