@@ -345,6 +345,8 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 			.grace_ms = req->grace_ms,
 			.kill_wait_ms = 5000,
 			.unit_timeout_ms = req->grace_ms + 90000,
+			.units_bounded = true,
+			.units_budget_ms = req->timeout_ms,
 			.interrupted = &interrupted,
 			.driver_failed = &driver_failed,
 			.have_pct = rc->sel.have_pct,

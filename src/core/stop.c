@@ -252,7 +252,8 @@ static void argv_text(const char *const *argv, char *buf, size_t len)
  * when that is the cgroup the processes are in. The same name elsewhere (a
  * container's or a runner's unit below a delegation boundary, a layout
  * gpuslate does not know) is another unit, and stopping it a wrong kill. */
-static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_opts *o, struct gs_unit_result *ur)
+static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t timeout_ms,
+			   struct gs_unit_result *ur)
 {
 	static const char *const show[] = { "show", "-p", "ControlGroup", "--value", NULL };
 	const char *argv[16];
@@ -262,7 +263,7 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 
 	build_unit_argv(u, o->have_pct, show, argv, GS_ARRAY_SIZE(argv));
 	argv_text(argv, cmd, sizeof(cmd));
-	r = gs_spawn_run_interruptible((char *const *)argv, o->unit_timeout_ms, 4096, o->interrupted, &rr);
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
 	if (r < 0) {
 		snprintf(ur->error, sizeof(ur->error), "not stopped: cannot run %s: %s", argv[0], strerror(-r));
 		return false;
@@ -293,22 +294,54 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 	return true;
 }
 
-static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, struct gs_unit_result *ur)
+/* How long the next command of a unit stop may run: its own deadline, or
+ * what is left of the time all unit stops share; 0 when none is left. */
+static uint64_t unit_command_timeout(const struct gs_stop_opts *o, uint64_t units_end, bool *ret_capped)
+{
+	uint64_t now = gs_now_ms(), left = units_end > now ? units_end - now : 0;
+
+	*ret_capped = left < o->unit_timeout_ms;
+	return *ret_capped ? left : o->unit_timeout_ms;
+}
+
+/* --timeout spent before this unit's stop could run (or finish asking). */
+static void unit_out_of_time(const struct gs_stop_opts *o, struct gs_unit_result *ur)
+{
+	ur->exit_code = -1;
+	ur->timed_out = ur->out_of_time = true;
+	snprintf(ur->error, sizeof(ur->error), "not stopped: the %.1f s that all unit stops share (--timeout) ran out",
+		 o->units_budget_ms / 1000.0);
+}
+
+static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
+		      struct gs_unit_result *ur)
 {
 	static const char *const stop[] = { "stop", NULL };
 	const char *argv[16];
 	struct gs_run_result rr;
-	uint64_t t0 = gs_now_ms();
+	uint64_t t0 = gs_now_ms(), timeout_ms;
+	bool capped;
 	int r;
 
 	ur->exit_code = -1;
-	if (!unit_is_theirs(u, o, ur)) {
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
+		return;
+	}
+	if (!unit_is_theirs(u, o, timeout_ms, ur)) {
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
 		ur->took_ms = gs_now_ms() - t0;
 		return;
 	}
 	build_unit_argv(u, o->have_pct, stop, argv, GS_ARRAY_SIZE(argv));
 	argv_text(argv, ur->command, sizeof(ur->command));
-	r = gs_spawn_run_interruptible((char *const *)argv, o->unit_timeout_ms, 4096, o->interrupted, &rr);
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
 	ur->took_ms = gs_now_ms() - t0;
 	if (r < 0) {
 		ur->exit_code = -1;
@@ -320,9 +353,12 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 	ur->timed_out = rr.timed_out;
 	if (rr.interrupted)
 		snprintf(ur->error, sizeof(ur->error), "interrupted");
-	else if (rr.timed_out)
-		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms",
-			 (unsigned long long)o->unit_timeout_ms);
+	else if (rr.timed_out && capped) {
+		ur->out_of_time = true;
+		snprintf(ur->error, sizeof(ur->error), "cut short after %.1f s: the %.1f s that all unit stops share "
+			 "(--timeout) ran out", timeout_ms / 1000.0, o->units_budget_ms / 1000.0);
+	} else if (rr.timed_out)
+		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms", (unsigned long long)timeout_ms);
 	else if (rr.exit_code != 0 && rr.err) {
 		char *nl = strchr(rr.err, '\n');
 
@@ -388,6 +424,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	bool *active, *waitable;
 	struct slots sl = { 0 };
 	size_t n = p->n_targets;
+	uint64_t units_end;
 
 	memset(r, 0, sizeof(*r));
 	r->started_ns = gs_now_ns();
@@ -416,6 +453,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	pin_targets(p, proc_fd, r, refs, active, &sl);
 
 	/* Units first: a kill from outside would trigger Restart=. */
+	units_end = o->units_bounded ? gs_now_ms() + o->units_budget_ms : UINT64_MAX;
 	for (size_t u = 0; u < p->n_units && !interrupted(o); u++) {
 		bool any = false;
 
@@ -423,7 +461,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			any |= active[i] && p->targets[i].unit == (int)u;
 		if (!any)
 			continue;
-		stop_unit(&p->units[u], o, &r->units[u]);
+		stop_unit(&p->units[u], o, units_end, &r->units[u]);
 		for (size_t i = 0; i < n && r->units[u].stopped; i++)
 			if (active[i] && p->targets[i].unit == (int)u && gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				r->procs[i].outcome = GS_OUT_STOPPED_WITH_UNIT;

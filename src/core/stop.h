@@ -71,12 +71,22 @@ struct gs_unit_result {
 	bool stopped;
 	char error[512];         /* first line of its stderr, or why it was not stopped */
 	uint64_t took_ms;
+	/* Cut short, or not tried, because the time all unit stops share
+	 * (gs_stop_opts.units_budget_ms, --timeout) ran out. */
+	bool out_of_time;
 };
 
 struct gs_stop_opts {
 	uint64_t grace_ms;       /* SIGTERM -> SIGKILL */
 	uint64_t kill_wait_ms;   /* after SIGKILL (default 5000) */
 	uint64_t unit_timeout_ms;/* systemctl stop deadline */
+	/* With units_bounded, every unit stop together (the manager's
+	 * questions included) ends units_budget_ms after the stop stage
+	 * began: N slow units would otherwise take N times unit_timeout_ms
+	 * twice over. A unit stop cut short or not tried is a failed one: its
+	 * processes get the ladder. */
+	bool units_bounded;
+	uint64_t units_budget_ms;
 	volatile sig_atomic_t *interrupted;
 	/* Set (by tick) when the driver failed: stop escalating, as when
 	 * interrupted, since nothing can be verified any more. */

@@ -223,8 +223,10 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		off = (size_t)snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
 		for (size_t u = 0; r->stop && u < r->stop->n_units && off + 64 < len; u++)
 			if ((r->stop->units[u].command[0] || r->stop->units[u].error[0]) && !r->stop->units[u].stopped)
-				off += (size_t)snprintf(buf + off, len - off, "; unit %.100s not stopped through its manager, its processes signalled",
-							r->plan->units[u].unit);
+				off += (size_t)snprintf(buf + off, len - off, "; unit %.100s not stopped %s, its processes signalled",
+							r->plan->units[u].unit,
+							r->stop->units[u].out_of_time ? "within --timeout"
+										      : "through its manager");
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "gpuslate: not clean:");

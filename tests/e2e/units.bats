@@ -205,3 +205,30 @@ unit_with_member() {
 	assert_eq "$(jqo '.units | length')" 0 "units stopped"
 	assert_dead "$shell"
 }
+
+@test "reclaim: the unit stops together take at most --timeout; one cut short or not tried says so, its process is signalled" {
+	# Two units whose process ignores SIGTERM: systemd waits out
+	# TimeoutStopSec (10 s) for each before its SIGKILL. Each stop used to
+	# get --grace + 90 s, one after the other; all of them get --timeout.
+	world_systemd_start
+	world_unit slow1 -- "$GS_HOLDER" --gpu 0 --mib 100 --sigign-term --ready-file "$BATS_TEST_TMPDIR/1.ready"
+	one=$UNIT_MAIN
+	world_unit slow2 -- "$GS_HOLDER" --gpu 0 --mib 200 --sigign-term --ready-file "$BATS_TEST_TMPDIR/2.ready"
+	two=$UNIT_MAIN
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/1.ready" -a -f "$BATS_TEST_TMPDIR/2.ready"
+
+	run --separate-stderr gs reclaim -y --json --timeout 2 --grace 1
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].action] | join(",")')" "stop-unit,stop-unit" "plan"
+	assert_eq "$(jqo '[.units[].timed_out] | join(",")')" "true,true" "units timed out"
+	assert_eq "$(jqo '[.units[].stopped] | join(",")')" "false,false" "units stopped"
+	assert_match "$(jqo '.units[0].error')" "--timeout" "first unit's error"
+	assert_eq "$(jqo '.units[1].command')" null "second unit's stop not run"
+	assert_match "$(jqo '.units[1].error')" "^not stopped: .*--timeout" "second unit's error"
+	# the bound, with a margin for a loaded machine: the units' own
+	# TimeoutStopSec alone would be 20 s
+	assert_match "$(jqo '[.units[].seconds] | add | . < 4')" true "seconds spent on unit stops"
+	assert_eq "$(signals_of "$one") $(signals_of "$two")" "SIGKILL SIGKILL" "signals from gpuslate"
+	assert_dead "$one" "$two"
+	assert_match "$(jqo .summary)" "^gpuslate: clean .*; unit slow1.service not stopped within --timeout, its processes signalled; unit slow2.service not stopped within --timeout" "summary"
+}
