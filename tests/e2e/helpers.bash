@@ -508,3 +508,24 @@ gone_since() { # gone_since PID STARTTIME: no process, a zombie, or another proc
 	case $st in Z | X | x) return 0 ;; esac
 	[ "$(starttime "$1")" != "$2" ]
 }
+
+# start_ns_holder NAME NSINIT|- [gs-holder options]...: a holder in a PID
+# namespace: a new one (it is that namespace's init, as a container's main
+# process started without an init) with "-", or entered into the namespace
+# of the host PID NSINIT (as `docker exec` does). Inside, the holder's own
+# PID is small (1 for an init): the wrapper writes its host PID to the
+# ready file, so that nothing here ever tracks the host's PID 1.
+start_ns_holder() {
+	local name=$1 ns=$2
+	shift 2
+	launch "$name" bash -c '
+		rf=$1 ns=$2; shift 2
+		if [ "$ns" = - ]; then unshare -p -f "$@" --ready-file "$rf.inner" &
+		else nsenter -t "$ns" -p -- "$@" --ready-file "$rf.inner" &
+		fi
+		w=$!
+		until [ -f "$rf.inner" ]; do kill -0 "$w" 2>/dev/null || exit 1; sleep 0.01; done
+		read -r c </proc/$w/task/$w/children
+		echo "pid=$c" >"$rf"
+		wait' _ "$BATS_TEST_TMPDIR/$name.ready" "$ns" "$GS_HOLDER" "$@"
+}

@@ -232,3 +232,34 @@ unit_with_member() {
 	assert_dead "$one" "$two"
 	assert_match "$(jqo .summary)" "^gpuslate: clean .*; unit slow1.service not stopped within --timeout, its processes signalled; unit slow2.service not stopped within --timeout" "summary"
 }
+
+@test "reclaim -g 0: a unit whose holder is a PID namespace's init is not stopped when a process that joined the namespace from outside the unit holds GPU 1" {
+	# The unit runs its GPU 0 job as the init of a new PID namespace (as
+	# PrivatePIDs= or a container runtime does); a process outside the
+	# unit's cgroup entered that namespace (nsenter, `docker exec`) and
+	# holds GPU 1. Stopping the unit ends the init, and the kernel ends
+	# every process of the namespace with it.
+	world_systemd_start
+	world_unit nsjob -- unshare -p -f "$GS_HOLDER" --gpu 0 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/n.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/n.ready"
+	init=$(tr -d " \n" </proc/"$UNIT_MAIN"/task/"$UNIT_MAIN"/children)
+	track "$init"
+	assert_eq "$(awk '/^NSpid/ { print $NF }' /proc/"$init"/status)" 1 "the init's PID inside"
+	start_ns_holder other "$init" --gpu 1 --mib 1024
+	other=$(rpid other)
+	assert_eq "$(readlink /proc/"$other"/ns/pid)" "$(readlink /proc/"$init"/ns/pid)" "one namespace"
+	assert_no_match "$(cat /proc/"$other"/cgroup)" "nsjob.service" "the joined process's cgroup"
+
+	run --separate-stderr gs reclaim -y -g 0 --json
+	assert_status 6
+	assert_eq "$(jqo '"\(.plan.targets | length) \(.units | length)"')" "0 0" "targets and units"
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $init) | .would_end")" "$other" "the init"
+	stays_for 1 assert_alive "$init" "$other"
+	assert_eq "$(sd show -p ActiveState --value nsjob.service)" active "nsjob.service"
+
+	# Both GPUs: the unit through systemd, the joined process by signal.
+	run --separate-stderr gs reclaim -y -g 0,1 --json
+	assert_status 0
+	assert_eq "$(target_json "$init" .action)" stop-unit "the init's action"
+	assert_dead "$init" "$other"
+}
