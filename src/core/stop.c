@@ -330,6 +330,9 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		return;
 	}
 	if (!unit_is_theirs(u, o, timeout_ms, ur)) {
+		/* The question itself cut short by the shared time: say so. */
+		if (capped && gs_now_ms() >= units_end)
+			unit_out_of_time(o, ur);
 		ur->took_ms = gs_now_ms() - t0;
 		return;
 	}
