@@ -71,6 +71,11 @@ struct gs_unit_result {
 	bool stopped;
 	char error[512];         /* first line of its stderr, or why it was not stopped */
 	uint64_t took_ms;
+	/* What its manager said just before the stop (ActiveState,
+	 * UnitFileState), "" unknown: kept for `restore` (core/stopped.h). */
+	char state_before[32];
+	char enabled_before[32];
+	int64_t stopped_at;      /* unix seconds the stop ended, 0 not tried */
 };
 
 struct gs_stop_opts {
