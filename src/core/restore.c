@@ -304,6 +304,18 @@ static int fail(struct gs_restore *rs, enum gs_exit status, const char *fmt, ...
 	return 0;
 }
 
+struct lock_note {
+	const struct gs_restore_hooks *h;
+	uint64_t timeout_ms;
+};
+
+static void lock_waiting(void *ud)
+{
+	const struct lock_note *ln = ud;
+
+	note(ln->h, "another gpuslate reclaim is running on this host; waiting up to %.0f s", ln->timeout_ms / 1000.0);
+}
+
 static int run(const struct gs_request *req, const struct gs_restore_opts *o, const struct gs_restore_hooks *h,
 	       struct gs_restore *rs)
 {
@@ -314,7 +326,9 @@ static int run(const struct gs_request *req, const struct gs_restore_opts *o, co
 
 	gs_strlcpy(rs->path, gs_stopped_path(buf, sizeof(buf)), sizeof(rs->path));
 	if (!req->dry_run && !o->lock_held) {
-		r = gs_host_lock_take(req->timeout_ms, &interrupted, NULL, NULL, &rs->lock_fd, err, sizeof(err));
+		struct lock_note ln = { .h = h, .timeout_ms = req->timeout_ms };
+
+		r = gs_host_lock_take(req->timeout_ms, &interrupted, lock_waiting, &ln, &rs->lock_fd, err, sizeof(err));
 		if (r < 0)
 			return fail(rs, gs_exit_of_error(r, GS_EXIT_REFUSED), "%s", err);
 	}

@@ -151,6 +151,10 @@ int gs_stopped_parse(const char *text, size_t len, struct gs_stopped *ret, char 
 	int r = 0;
 
 	memset(ret, 0, sizeof(*ret));
+	if (!doc && json_error_code(&jerr) == json_error_out_of_memory) {
+		gs_seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (!json_is_object(doc)) {
 		gs_seterr(err, errlen, "not a JSON object%s%s", doc ? "" : ": ", doc ? "" : jerr.text);
 		json_decref(doc);

@@ -207,3 +207,19 @@ trainer_back() {
 	done
 	[ ! -e "$GPUSLATE_STOPPED_FILE" ]
 }
+
+@test "restore waits for a running reclaim's lock, and gives up after --timeout (exit 5); --dry-run needs no lock" {
+	reclaimed_trainer
+	# One process (tracked, ended by PID) holding the lock as a reclaim does.
+	bg locker bash -c 'exec 9>"$1" && flock 9 && exec sleep 60' _ "$GPUSLATE_LOCK_FILE"
+	wait_for 10 eval '! flock -n "$GPUSLATE_LOCK_FILE" true'
+	run --separate-stderr gs restore -y --timeout 0.5
+	assert_status 5
+	assert_match "$stderr" "warning: another gpuslate reclaim is running on this host; waiting up to 0 s" "the note"
+	assert_one_error "$stderr" "another gpuslate reclaim still holds the lock after 0 s"
+	unit_inactive trainer.service
+	run --separate-stderr gs restore --dry-run
+	assert_status 0
+	assert_match "$output" "start +unit trainer.service" "dry run under the lock"
+	kill "$(cat "$BATS_TEST_TMPDIR/locker.pid")"
+}
