@@ -12,12 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t own_interrupted;
+/* The flag in use: restore's own, or the caller's (gs_restore_opts). */
+static volatile sig_atomic_t *intr = &own_interrupted;
 
 static void on_interrupt(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	own_interrupted = 1;
 }
 
 const char *gs_restore_outcome_str(enum gs_restore_outcome o)
@@ -151,7 +153,7 @@ static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 	it->state_now[0] = '\0';
 	if (build_argv(&it->rec, have_pct, false, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv)) < 0)
 		return;
-	if (gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, &interrupted, &rr) < 0)
+	if (gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, intr, &rr) < 0)
 		return;
 	if (!rr.timed_out && !rr.interrupted && rr.exit_code == 0 && rr.out) {
 		char *v = gs_strstrip(rr.out);
@@ -174,7 +176,7 @@ static bool running_state(const char *s)
 /* What to do with each record: start it, or report why not. */
 static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
 {
-	for (size_t i = 0; i < rs->n && !interrupted; i++) {
+	for (size_t i = 0; i < rs->n && !*intr; i++) {
 		struct gs_restore_item *it = &rs->items[i];
 
 		/* Only what the reclaim undid: a record of something that was
@@ -211,7 +213,7 @@ static void start_one(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 		return;
 	}
 	argv_text(argv, it->command, sizeof(it->command));
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, &interrupted, &rr);
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, intr, &rr);
 	it->took_ms = gs_now_ms() - t0;
 	if (r < 0) {
 		it->outcome = GS_RESTORE_FAILED;
@@ -328,7 +330,7 @@ static int run(const struct gs_request *req, const struct gs_restore_opts *o, co
 	if (!req->dry_run && !o->lock_held) {
 		struct lock_note ln = { .h = h, .timeout_ms = req->timeout_ms };
 
-		r = gs_host_lock_take(req->timeout_ms, &interrupted, lock_waiting, &ln, &rs->lock_fd, err, sizeof(err));
+		r = gs_host_lock_take(req->timeout_ms, intr, lock_waiting, &ln, &rs->lock_fd, err, sizeof(err));
 		if (r < 0)
 			return fail(rs, gs_exit_of_error(r, GS_EXIT_REFUSED), "%s", err);
 	}
@@ -373,10 +375,10 @@ static int run(const struct gs_request *req, const struct gs_restore_opts *o, co
 			return 0;
 		}
 	}
-	for (size_t i = 0; i < rs->n && !interrupted; i++)
+	for (size_t i = 0; i < rs->n && !*intr; i++)
 		if (rs->items[i].will_start)
 			start_one(&rs->items[i], have_pct, req->timeout_ms);
-	rs->interrupted = interrupted;
+	rs->interrupted = *intr != 0;
 	save_rest(rs, h);
 	{
 		bool bad = false;
@@ -401,13 +403,18 @@ int gs_restore_run(const struct gs_request *req, const struct gs_restore_opts *o
 	memset(rs, 0, sizeof(*rs));
 	rs->lock_fd = -1;
 	rs->dry_run = req->dry_run;
-	/* No SA_RESTART: a start in progress ends at Ctrl-C, and what was not
-	 * started keeps its record. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if (o && o->interrupted) {
+		intr = o->interrupted;
+	} else {
+		/* No SA_RESTART: a start in progress ends at Ctrl-C, and what
+		 * was not started keeps its record. */
+		intr = &own_interrupted;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		signal(SIGPIPE, SIG_IGN);
+	}
 	r = run(req, o ? o : &defaults, hooks ? hooks : &none, rs);
 	rs->elapsed_ms = gs_now_ms() - t0;
 	return r;

@@ -14,6 +14,7 @@
 #ifndef GS_RESTORE_H
 #define GS_RESTORE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,10 @@ struct gs_restore_hooks {
 
 struct gs_restore_opts {
 	bool lock_held;             /* the caller holds the host's reclaim lock */
+	/* The caller's Ctrl-C flag (gpuslate run): restore then installs no
+	 * signal handlers of its own and stops starting when it is set. NULL:
+	 * restore's own handlers for SIGINT, SIGTERM and SIGHUP. */
+	volatile sig_atomic_t *interrupted;
 };
 
 /* Run req (yes, dry_run, timeout_ms: the lock wait and each start's
