@@ -400,8 +400,12 @@ static enum gs_host_verdict judge_restore(json_t *doc, struct gs_strbuf *why)
 	default:
 		if (!why->len) {
 			const char *sum = json_string_value(json_object_get(doc, GS_JK_SUMMARY));
-			char *safe = sum ? gs_text_dup(sum, strlen(sum), GS_LINE_BYTES) : NULL;
+			char *safe;
 
+			/* the line starts with the verdict already */
+			if (sum && !strncmp(sum, "refused: ", 9))
+				sum += 9;
+			safe = sum ? gs_text_dup(sum, strlen(sum), GS_LINE_BYTES) : NULL;
 			if (safe)
 				gs_strbuf_addf(why, "%s", safe);
 			free(safe);
