@@ -32,6 +32,12 @@ _gpuslate_cmd_opts()
 	wait)
 		echo "$_gpuslate_common --timeout --tolerance --reason"
 		;;
+	restore)
+		# restore reads its state file, not the GPUs: no GPU options.
+		echo "--json -q --quiet -v --verbose -w --hosts -x --exclude -f --fanout
+			--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
+			-h --help -V --version -y --yes -n --dry-run --timeout"
+		;;
 	*)
 		echo "$_gpuslate_common"
 		;;
@@ -223,7 +229,7 @@ _gpuslate()
 		esac
 		case $w in
 		-*) continue ;;
-		status | reclaim | wait | help) cmd=$w; break ;;
+		status | reclaim | wait | restore | help) cmd=$w; break ;;
 		esac
 	done
 
@@ -233,7 +239,7 @@ _gpuslate()
 		return
 	fi
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'status reclaim wait help' -- "$cur"))
+		COMPREPLY=($(compgen -W 'status reclaim wait restore help' -- "$cur"))
 	fi
 }
 

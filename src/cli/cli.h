@@ -27,6 +27,7 @@ void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short
 int gs_cmd_status(const struct gs_request *cli);
 int gs_cmd_reclaim(const struct gs_request *cli);
 int gs_cmd_wait(const struct gs_request *cli);
+int gs_cmd_restore(const struct gs_request *cli);
 int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv);
 
 /* Warn on stderr about what a snapshot could not see. */

@@ -148,10 +148,10 @@ static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlis
 	char *folded = NULL, line[16];
 	bool yes;
 
-	if (cli->cmd != GS_CMD_RECLAIM || cli->dry_run || cli->yes)
+	if ((cli->cmd != GS_CMD_RECLAIM && cli->cmd != GS_CMD_RESTORE) || cli->dry_run || cli->yes)
 		return 0;
 	if (!isatty(STDIN_FILENO)) {
-		gs_err("refusing to reclaim on %zu host%s without confirmation: no terminal (use -y)", hosts->n,
+		gs_err("refusing to %s on %zu host%s without confirmation: no terminal (use -y)", cli->cmd_name, hosts->n,
 		       hosts->n == 1 ? "" : "s");
 		return GS_EXIT_REFUSED;
 	}
@@ -159,9 +159,13 @@ static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlis
 		gs_err("out of memory");
 		return GS_EXIT_OUT_OF_MEMORY;
 	}
-	fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
-		hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
-		cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
+	if (cli->cmd == GS_CMD_RESTORE)
+		fprintf(stderr, "restore on %zu host%s (%.200s%s): start again what gpuslate reclaim stopped there; proceed? [y/N] ",
+			hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "");
+	else
+		fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
+			hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
+			cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
 	fflush(stderr);
 	free(folded);
 	yes = fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
@@ -302,7 +306,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		rc = fflush(stdout) == 0 && !ferror(stdout) ? GS_EXIT_CLEAN : GS_EXIT_USAGE;
 		goto out;
 	}
-		rc = confirm_reclaim(cli, &hosts);
+	rc = confirm_reclaim(cli, &hosts);
 	if (rc)
 		goto out;
 
@@ -398,7 +402,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 		free(text);
 	}
 	gs_fleet_summarize(results, hosts.n, &sum);
-	rc = gs_fleet_exit_status(&sum);
+	rc = gs_fleet_exit_for(cli->cmd_name, &sum);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		gs_err("write error on standard output: %s", strerror(errno));
 		rc = GS_EXIT_USAGE;

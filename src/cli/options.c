@@ -44,16 +44,19 @@ static const char usage_head[] =
 	" gpuslate [options] status  --query-gpu=FIELDS --format=csv[,noheader][,nounits]\n"
 	" gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n"
 	" gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n"
+	" gpuslate [options] restore [-y] [-n] [--json]\n"
 	"\n"
 	"Find every process holding a GPU, stop each one the right way, wait until\n"
 	"the memory is released and verify it. TIME is seconds (10, 0.5) or a\n"
-	"duration with units: 90s, 2m, 500ms, 1m30s.\n";
+	"duration with units: 90s, 2m, 500ms, 1m30s. restore starts again what\n"
+	"reclaims stopped through systemd or a container runtime.\n";
 
 static const char usage_tail[] =
 	"\n"
 	"Exit status: 0 clean, 1 not clean, 2 usage error, 3 GPU driver failure,\n"
 	"4 some hosts failed, 5 refused, 6 selection gone but processes left alone\n"
-	"hold memory, 7 a filter matched no process. See gpuslate(1).\n";
+	"hold memory, 7 a filter matched no process, 8 restore could not start\n"
+	"everything. See gpuslate(1).\n";
 
 void gs_cli_usage(FILE *f)
 {
@@ -264,7 +267,7 @@ static bool set_command(struct gs_request *req, const char *word)
 	static const struct {
 		const char *name;
 		enum gs_cmd cmd;
-	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT } };
+	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT }, { "restore", GS_CMD_RESTORE } };
 
 	for (size_t i = 0; i < GS_ARRAY_SIZE(cmds); i++)
 		if (!strcmp(word, cmds[i].name)) {
@@ -334,7 +337,7 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 	}
 
 	if (optind >= argc) {
-		gs_err("no command given (status, reclaim or wait)");
+		gs_err("no command given (status, reclaim, wait or restore)");
 		return -EINVAL;
 	}
 	if (!strcmp(argv[optind], "help")) {
@@ -342,7 +345,7 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 		exit(GS_EXIT_CLEAN);
 	}
 	if (!set_command(req, argv[optind])) {
-		gs_err("unknown command '%s' (status, reclaim or wait)", argv[optind]);
+		gs_err("unknown command '%s' (status, reclaim, wait or restore)", argv[optind]);
 		return -EINVAL;
 	}
 	if (optind + 1 < argc) {

@@ -130,6 +130,9 @@ void gs_cli_print_early_json(const struct gs_request *cli, int status)
 			json_object_set_new(j, "interrupted", json_false());
 		} else if (cli->cmd == GS_CMD_STATUS) {
 			json_object_set_new(j, GS_JK_WARNINGS, json_array());
+		} else if (cli->cmd == GS_CMD_RESTORE) {
+			json_object_set_new(j, "dry_run", json_boolean(cli->dry_run));
+			json_object_set_new(j, GS_JK_RESTORE_ITEMS, json_array());
 		}
 	}
 	gs_cli_print_json(j);

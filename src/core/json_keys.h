@@ -42,4 +42,9 @@
 #define GS_JK_RESPAWNS "respawns"
 #define GS_JK_BY "by"
 
+/* restore: the records of the stopped-state file and what became of each */
+#define GS_JK_RESTORE_ITEMS "items"
+#define GS_JK_RESTORE_NAME "name"
+#define GS_JK_OUTCOME "outcome"
+
 #endif

@@ -27,7 +27,11 @@ enum {
 #define GS_FOR_STATUS (1u << GS_CMD_STATUS)
 #define GS_FOR_RECLAIM (1u << GS_CMD_RECLAIM)
 #define GS_FOR_WAIT (1u << GS_CMD_WAIT)
+#define GS_FOR_RESTORE (1u << GS_CMD_RESTORE)
+/* The commands that look at GPUs (restore looks only at its state file). */
 #define GS_FOR_ALL (GS_FOR_STATUS | GS_FOR_RECLAIM | GS_FOR_WAIT)
+/* Options of every command: output, fleet, help. */
+#define GS_FOR_EVERY (GS_FOR_ALL | GS_FOR_RESTORE)
 
 /* What the value is and how it is stored at gs_option.off. */
 enum gs_opt_type {

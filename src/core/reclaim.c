@@ -1,6 +1,8 @@
 /* The reclaim pipeline: discover -> plan -> stop -> wait -> verify, and its
  * verdict. See reclaim.h. */
 #include "core/reclaim.h"
+#include "core/stopped.h"
+#include "util/sanitize.h"
 #include "util/lockwait.h"
 #include "util/util.h"
 
@@ -86,7 +88,8 @@ static void lock_waiting(void *ud)
 	note(rc, "another gpuslate reclaim is running on this host; waiting up to %.0f s", rc->req->timeout_ms / 1000.0);
 }
 
-static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
+int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*waiting)(void *ud), void *ud,
+		      int *ret_fd, char *err, size_t errlen)
 {
 	const char *path = getenv("GPUSLATE_LOCK_FILE");
 	char buf[256];
@@ -106,7 +109,7 @@ static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
 	if (fd < 0) {
 		int e = errno;
 
-		fail(rc, GS_EXIT_REFUSED, "cannot open lock file '%s': %s", path, strerror(e));
+		gs_seterr(err, errlen, "cannot open lock file '%s': %s", path, strerror(e));
 		return -e;
 	}
 	{
@@ -115,17 +118,17 @@ static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
 		if (fstat(fd, &lst) == 0 && lst.st_uid == geteuid() && (lst.st_mode & 077))
 			(void)fchmod(fd, 0600); /* one made by an older version */
 	}
-	r = gs_lock_wait(fd, path, req->timeout_ms, &interrupted, lock_waiting, rc);
+	r = gs_lock_wait(fd, path, timeout_ms, intr, waiting, ud);
 	if (r < 0) {
 		close(fd);
 		if (r == -EINTR)
-			fail(rc, GS_EXIT_REFUSED,
-			     "interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
+			gs_seterr(err, errlen,
+				  "interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
 		else if (r == -EBUSY)
-			fail(rc, GS_EXIT_REFUSED, "another gpuslate reclaim still holds the lock after %.0f s",
-			     req->timeout_ms / 1000.0);
+			gs_seterr(err, errlen, "another gpuslate reclaim still holds the lock after %.0f s",
+				  timeout_ms / 1000.0);
 		else
-			fail(rc, GS_EXIT_REFUSED, "cannot lock '%s': %s", path, strerror(-r));
+			gs_seterr(err, errlen, "cannot lock '%s': %s", path, strerror(-r));
 		return r;
 	}
 	{
@@ -137,8 +140,20 @@ static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
 			/* Informational only. */
 		}
 	}
-	rc->lock_fd = fd;
+	*ret_fd = fd;
 	return 0;
+}
+
+static int take_lock(struct gs_reclaim *rc, const struct gs_request *req)
+{
+	int r = gs_host_lock_take(req->timeout_ms, &interrupted, lock_waiting, rc, &rc->lock_fd, rc->error,
+				  sizeof(rc->error));
+
+	if (r < 0) {
+		rc->rep.verdict = GS_VERDICT_NONE;
+		rc->rep.exit_status = GS_EXIT_REFUSED;
+	}
+	return r;
 }
 
 struct tick_ctx {
@@ -318,6 +333,64 @@ static void judge(struct gs_reclaim *rc)
 	}
 }
 
+/* What this reclaim stopped through a manager, merged into the stopped-state
+ * file for `gpuslate restore` (core/stopped.h). Best effort: the GPUs are
+ * as clean as they are whether or not the file could be written, but the
+ * user is told that restore will not know. Nothing stopped: the file (and
+ * an earlier reclaim's records) is left alone. */
+static void record_stopped(struct gs_reclaim *rc)
+{
+	struct gs_stopped set;
+	char buf[4096], err[512];
+	const char *path = gs_stopped_path(buf, sizeof(buf));
+	size_t added = 0;
+	int r;
+
+	for (size_t u = 0; u < rc->stop.n_units; u++)
+		added += rc->stop.units[u].stopped;
+	if (!added)
+		return;
+	r = gs_stopped_load(path, &set, err, sizeof(err));
+	if (r < 0) {
+		/* A file we may not trust is not merged into, nor replaced:
+		 * someone has to look at it. */
+		note(rc, "not recorded for 'gpuslate restore': cannot use '%s': %s", path, err);
+		return;
+	}
+	for (size_t u = 0; u < rc->stop.n_units && r == 0; u++) {
+		const struct gs_unit_result *ur = &rc->stop.units[u];
+		const struct gs_unit_stop *us = &rc->plan.units[u];
+		struct gs_stopped_rec rec = {
+			.kind = GS_STOPPED_UNIT,
+			.stopped_at = ur->stopped_at,
+			.reclaim_at = rc->started_at,
+		};
+
+		if (!ur->stopped)
+			continue;
+		gs_strlcpy(rec.runtime, "systemd", sizeof(rec.runtime));
+		gs_strlcpy(rec.name, us->unit, sizeof(rec.name));
+		gs_strlcpy(rec.container, us->container, sizeof(rec.container));
+		gs_strlcpy(rec.state_before, ur->state_before, sizeof(rec.state_before));
+		gs_strlcpy(rec.enabled_before, ur->enabled_before, sizeof(rec.enabled_before));
+		/* Escaped: the file holds one-line printable text only. */
+		if (rc->req->reason)
+			gs_safe(rc->req->reason, rec.reason, sizeof(rec.reason));
+		if (!gs_stopped_name_ok(rec.name, sizeof(rec.name)) ||
+		    (rec.container[0] && !gs_stopped_name_ok(rec.container, sizeof(rec.container)))) {
+			note(rc, "not recorded for 'gpuslate restore': unit name '%s' is not one restore would start",
+			     us->unit);
+			continue;
+		}
+		r = gs_stopped_add(&set, &rec);
+	}
+	if (r == 0)
+		r = gs_stopped_save(path, &set);
+	if (r < 0)
+		note(rc, "not recorded for 'gpuslate restore': cannot write '%s': %s", path, strerror(-r));
+	gs_stopped_free(&set);
+}
+
 /* Stop the targets while polling memory, then wait for the release. */
 static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bool acting)
 {
@@ -357,6 +430,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 		if (r < 0)
 			return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "stopping failed: %s", strerror(-r));
 		rc->rep.stop = &rc->stop;
+		record_stopped(rc);
 	}
 	/* Decided after the stop: a unit whose stop failed had its processes
 	 * signalled, and its manager may restart them. */
@@ -468,6 +542,7 @@ int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *
 	rc->req = req;
 	rc->rep.command = req->cmd == GS_CMD_WAIT ? "wait" : "reclaim";
 	rc->rep.reason = req->reason;
+	rc->started_at = (int64_t)time(NULL);
 	if (req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT)
 		return -EINVAL;
 	install_handlers();

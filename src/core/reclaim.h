@@ -89,6 +89,7 @@ struct gs_reclaim {
 	const char *resolved[GS_MAX_MULTI];
 	char driver_msg[300];
 	int lock_fd;
+	int64_t started_at;            /* unix seconds, for the stopped-state file */
 	unsigned stage;                /* how far set-up went, for gs_reclaim_free */
 	const struct gs_reclaim_hooks *hooks;
 	const struct gs_request *req;
@@ -100,6 +101,14 @@ struct gs_reclaim {
  * held until then. SIGINT, SIGTERM and SIGHUP end the wait with a report. */
 int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *hooks, struct gs_reclaim *rc);
 void gs_reclaim_free(struct gs_reclaim *rc);
+
+/* The host's reclaim lock (GPUSLATE_LOCK_FILE, else /run/gpuslate.lock or
+ * /tmp/gpuslate-UID.lock), taken within timeout_ms: reclaim and restore
+ * never run at once. 0 with the open, locked fd in *ret_fd (closing it
+ * releases the lock), or -errno with one line in err: -EBUSY still held at
+ * the deadline, -EINTR *intr was set while waiting. */
+int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*waiting)(void *ud), void *ud,
+		      int *ret_fd, char *err, size_t errlen);
 
 /* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE, else
  * /run or /tmp). */

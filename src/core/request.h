@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT };
+enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT, GS_CMD_RESTORE };
 
 #define GS_MAX_MULTI 32
 

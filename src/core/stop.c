@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 const char *gs_outcome_str(enum gs_outcome o)
 {
@@ -248,6 +249,30 @@ static void argv_text(const char *const *argv, char *buf, size_t len)
 	}
 }
 
+/* One property of `systemctl show -p A -p B` output ("A=value" lines). */
+static const char *show_value(const char *out, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+
+	buf[0] = '\0';
+	for (const char *line = out; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (ll > kl && !strncmp(line, key, kl) && line[kl] == '=') {
+			size_t vl = ll - kl - 1;
+
+			if (vl >= len)
+				vl = len - 1;
+			memcpy(buf, line + kl + 1, vl);
+			buf[vl] = '\0';
+			break;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return buf;
+}
+
 /* The unit's manager, asked where its unit of that name is: stop it only
  * when that is the cgroup the processes are in. The same name elsewhere (a
  * container's or a runner's unit below a delegation boundary, a layout
@@ -255,9 +280,12 @@ static void argv_text(const char *const *argv, char *buf, size_t len)
 static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t timeout_ms,
 			   struct gs_unit_result *ur)
 {
-	static const char *const show[] = { "show", "-p", "ControlGroup", "--value", NULL };
+	/* With its state before the stop, for the stopped-state file that
+	 * `restore` reads (core/stopped.h): one question, not three. */
+	static const char *const show[] = { "show", "-p", "ControlGroup", "-p", "ActiveState", "-p", "UnitFileState",
+					    NULL };
 	const char *argv[16];
-	char cmd[256];
+	char cmd[256], cg[1024];
 	struct gs_run_result rr;
 	int r;
 
@@ -279,18 +307,16 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 		gs_run_result_free(&rr);
 		return false;
 	}
-	{
-		const char *cg = rr.out ? gs_strstrip(rr.out) : "";
-
-		if (strcmp(cg, u->cgroup)) {
-			snprintf(ur->error, sizeof(ur->error),
-				 "not stopped: its manager's %.120s is %.150s, not %.150s where the processes are",
-				 u->unit, cg[0] ? cg : "nowhere (not loaded or not running)", u->cgroup);
-			gs_run_result_free(&rr);
-			return false;
-		}
-	}
+	show_value(rr.out ? rr.out : "", "ControlGroup", cg, sizeof(cg));
+	show_value(rr.out ? rr.out : "", "ActiveState", ur->state_before, sizeof(ur->state_before));
+	show_value(rr.out ? rr.out : "", "UnitFileState", ur->enabled_before, sizeof(ur->enabled_before));
 	gs_run_result_free(&rr);
+	if (strcmp(cg, u->cgroup)) {
+		snprintf(ur->error, sizeof(ur->error),
+			 "not stopped: its manager's %.120s is %.150s, not %.150s where the processes are", u->unit,
+			 cg[0] ? cg : "nowhere (not loaded or not running)", u->cgroup);
+		return false;
+	}
 	return true;
 }
 
@@ -370,6 +396,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
 	}
 	ur->stopped = ur->exit_code == 0;
+	ur->stopped_at = (int64_t)time(NULL);
 	gs_audit_unit(u->unit, u->container, ur->exit_code);
 	gs_run_result_free(&rr);
 }

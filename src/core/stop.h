@@ -74,6 +74,11 @@ struct gs_unit_result {
 	/* Cut short, or not tried, because the time all unit stops share
 	 * (gs_stop_opts.units_budget_ms, --timeout) ran out. */
 	bool out_of_time;
+	/* What its manager said just before the stop (ActiveState,
+	 * UnitFileState), "" unknown: kept for `restore` (core/stopped.h). */
+	char state_before[32];
+	char enabled_before[32];
+	int64_t stopped_at;      /* unix seconds the stop ended, 0 not tried */
 };
 
 struct gs_stop_opts {

@@ -22,6 +22,9 @@ static const struct {
 	[GS_VERDICT_UNVERIFIED] = { "unverified", GS_EXIT_DRIVER },
 	[GS_VERDICT_USAGE_ERROR] = { "usage-error", GS_EXIT_USAGE },
 	[GS_VERDICT_ERROR] = { "error", GS_EXIT_OUT_OF_MEMORY },
+	[GS_VERDICT_RESTORED] = { "restored", GS_EXIT_CLEAN },
+	[GS_VERDICT_NOTHING_TO_RESTORE] = { "nothing-to-restore", GS_EXIT_CLEAN },
+	[GS_VERDICT_NOT_RESTORED] = { "not-restored", GS_EXIT_NOT_RESTORED },
 };
 
 const char *gs_verdict_name(enum gs_verdict v)
@@ -46,7 +49,8 @@ int gs_verdict_parse(const char *name, enum gs_verdict *ret)
 
 bool gs_verdict_ok(enum gs_verdict v)
 {
-	return v == GS_VERDICT_CLEAN || v == GS_VERDICT_DRY_RUN;
+	return v == GS_VERDICT_CLEAN || v == GS_VERDICT_DRY_RUN || v == GS_VERDICT_RESTORED ||
+	       v == GS_VERDICT_NOTHING_TO_RESTORE;
 }
 
 enum gs_exit gs_exit_of_error(int err, enum gs_exit otherwise)

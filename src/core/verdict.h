@@ -19,6 +19,9 @@ enum gs_exit {
 	GS_EXIT_SELECTION_GONE = 6,
 	/* A filter (-u, --unit, --container, --match) matched no process. */
 	GS_EXIT_NO_MATCH = 7,
+	/* restore: something a reclaim stopped could not be started again
+	 * (its record is kept, so restore can be run again). */
+	GS_EXIT_NOT_RESTORED = 8,
 	/* gpuslate ran out of memory: it could not finish, so the GPUs are
 	 * not known to be clean (see gs_exit_of_error). */
 	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,
@@ -38,6 +41,10 @@ enum gs_verdict {
 	 * it had anything to judge (docs/json.md, "Early failures"). */
 	GS_VERDICT_USAGE_ERROR,
 	GS_VERDICT_ERROR,           /* any other early failure (out of memory) */
+	/* restore (core/restore.h) */
+	GS_VERDICT_RESTORED,        /* everything recorded is running again */
+	GS_VERDICT_NOTHING_TO_RESTORE,
+	GS_VERDICT_NOT_RESTORED,    /* some start failed */
 };
 
 /* "clean", "selection-gone", ...; NULL for GS_VERDICT_NONE. */

@@ -355,6 +355,65 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 	return GS_HV_NOT_CLEAN;
 }
 
+/* restore: restored and nothing-to-restore count as clean (every record
+ * is running again), not-restored and refused as not clean; the line
+ * names what was started, found running or failed. */
+static enum gs_host_verdict judge_restore(json_t *doc, struct gs_strbuf *why)
+{
+	static const char *const outcomes[] = { "started", "already-running", "failed" };
+	const char *word = json_string_value(json_object_get(doc, GS_JK_VERDICT));
+	enum gs_verdict verdict = GS_VERDICT_NONE;
+	json_t *items = json_object_get(doc, GS_JK_RESTORE_ITEMS), *x;
+	size_t i;
+
+	if (!word)
+		return GS_HV_FAILED;
+	(void)gs_verdict_parse(word, &verdict);
+	for (size_t k = 0; k < GS_ARRAY_SIZE(outcomes); k++) {
+		bool first = true;
+
+		json_array_foreach(items, i, x) {
+			const char *o = json_string_value(json_object_get(x, GS_JK_OUTCOME));
+			const char *name = json_string_value(json_object_get(x, GS_JK_RESTORE_NAME));
+			bool pending = verdict == GS_VERDICT_DRY_RUN && k == 0 && json_is_true(json_object_get(x, "will_start"));
+			char *safe;
+
+			if (!pending && (!o || strcmp(o, outcomes[k])))
+				continue;
+			if (!name)
+				name = json_string_value(json_object_get(x, "id"));
+			safe = name ? gs_text_dup(name, strlen(name), 64) : NULL;
+			gs_strbuf_addf(why, "%s%s%s", first ? (why->len ? "; " : "") : ", ",
+				       first ? (pending ? "would start " : k == 0 ? "started " : k == 1 ? "already running " : "failed ")
+					     : "",
+				       safe ? safe : "?");
+			free(safe);
+			first = false;
+		}
+	}
+	switch (verdict) {
+	case GS_VERDICT_RESTORED:
+	case GS_VERDICT_NOTHING_TO_RESTORE:
+		return GS_HV_CLEAN;
+	case GS_VERDICT_DRY_RUN:
+		return GS_HV_DRY_RUN;
+	default:
+		if (!why->len) {
+			const char *sum = json_string_value(json_object_get(doc, GS_JK_SUMMARY));
+			char *safe;
+
+			/* the line starts with the verdict already */
+			if (sum && !strncmp(sum, "refused: ", 9))
+				sum += 9;
+			safe = sum ? gs_text_dup(sum, strlen(sum), GS_LINE_BYTES) : NULL;
+			if (safe)
+				gs_strbuf_addf(why, "%s", safe);
+			free(safe);
+		}
+		return GS_HV_NOT_CLEAN;
+	}
+}
+
 /* A document of an early failure (docs/json.md): gpuslate ran on the host
  * and stopped before it had anything to judge (a usage error, the lock of
  * another reclaim, no driver, NVML failing or hung during discovery). The
@@ -398,6 +457,31 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 				     m->command ? m->command : "?");
 		free(safe);
 		return r->error ? 0 : -ENOMEM;
+	}
+	if (!strcmp(cmd, "restore")) {
+		/* No GPUs: the line is the verdict and what became of each record. */
+		r->verdict = judge_restore(doc, &why);
+		if (r->verdict == GS_HV_FAILED) {
+			free(why.p);
+			r->failure = GS_HF_BAD_OUTPUT;
+			r->error = strdup("bad output: a document without a verdict");
+			return r->error ? 0 : -ENOMEM;
+		}
+		verdict = json_string_value(json_object_get(doc, GS_JK_VERDICT));
+		snprintf(vword, sizeof(vword), "%s", verdict);
+		for (char *p = vword; *p; p++)
+			if (*p == '-')
+				*p = ' ';
+			else if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+				*p = '?';
+		{
+			char *safe = why.p ? gs_text_dup(why.p, why.len, 4 * GS_LINE_BYTES) : NULL;
+
+			r->line = xasprintf("%s%s%s", vword, safe && *safe ? ": " : "", safe && *safe ? safe : "");
+			free(safe);
+		}
+		free(why.p);
+		return r->line ? 0 : -ENOMEM;
 	}
 	if (!strcmp(cmd, "status")) {
 		r->verdict = judge_status(doc, r->exit_code, m->tolerance_mib, &why);
@@ -601,6 +685,15 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s)
 	return GS_EXIT_CLEAN;
 }
 
+int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s)
+{
+	int rc = gs_fleet_exit_status(s);
+
+	if (rc == GS_EXIT_NOT_CLEAN && command && !strcmp(command, "restore"))
+		return GS_EXIT_NOT_RESTORED;
+	return rc;
+}
+
 int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret)
 {
 	struct gs_fleet_summary sum;
@@ -747,6 +840,6 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(sj, "no_match", json_integer((json_int_t)sum.no_match));
 	json_object_set_new(sj, "busy", json_integer((json_int_t)sum.busy));
 	json_object_set_new(j, GS_JK_SUMMARY, sj);
-	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_status(&sum)));
+	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_for(command, &sum)));
 	return j;
 }

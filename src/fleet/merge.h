@@ -59,7 +59,7 @@ struct gs_host_result {
 };
 
 struct gs_merge_opts {
-	const char *command;          /* "status", "reclaim", "wait" */
+	const char *command;          /* "status", "reclaim", "wait", "restore" */
 	uint64_t deadline_ms;         /* for the "timed out after" message */
 	uint64_t tolerance_mib;       /* status: memory above what protected holders account for */
 };
@@ -88,6 +88,9 @@ void gs_fleet_summarize(const struct gs_host_result *r, size_t n, struct gs_flee
  * a status that worked, or nothing matched there while other hosts had
  * something). */
 int gs_fleet_exit_status(const struct gs_fleet_summary *s);
+/* The same for command: a restore whose hosts are not all restored (but
+ * none failed) exits 8, as restore does on one host. */
+int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s);
 
 /* The human report: folded results, then failures per host, then a summary
  * line. *ret is malloc'd. */

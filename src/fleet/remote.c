@@ -167,7 +167,8 @@ int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t 
 	struct gs_strv s = { 0 };
 	int r = 0;
 
-	if (req->cmd != GS_CMD_STATUS && req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT) {
+	if (req->cmd != GS_CMD_STATUS && req->cmd != GS_CMD_RECLAIM && req->cmd != GS_CMD_WAIT &&
+	    req->cmd != GS_CMD_RESTORE) {
 		gs_seterr(err, errlen, "no fleet command");
 		return -EINVAL;
 	}

@@ -57,7 +57,7 @@ int gs_sh_join(char *const *words, char **ret);
 
 /* The options part of the remote argv, after the remote command words:
  * --remote, selection and acting options, then the command. req->cmd must be
- * status, reclaim or wait. -EINVAL (with a reason in err) for a word that
+ * status, reclaim, wait or restore. -EINVAL (with a reason in err) for a word that
  * cannot be quoted. */
 int gs_remote_tail(const struct gs_request *req, char ***ret, char *err, size_t errlen);
 

@@ -47,3 +47,17 @@ void gs_audit_unit(const char *unit, const char *container, int exit_code)
 		syslog(LOG_NOTICE, "uid=%u stopped unit=%s: exit %d", (unsigned)getuid(), clean(unit, ub, sizeof(ub)),
 		       exit_code);
 }
+
+void gs_audit_start(const char *what, const char *name, const char *container, int exit_code)
+{
+	char wb[64], nb[1024], cb[1024];
+
+	audit_open();
+	if (container && *container)
+		syslog(LOG_NOTICE, "uid=%u started %s=%s in container=%s: exit %d", (unsigned)getuid(),
+		       clean(what, wb, sizeof(wb)), clean(name, nb, sizeof(nb)), clean(container, cb, sizeof(cb)),
+		       exit_code);
+	else
+		syslog(LOG_NOTICE, "uid=%u started %s=%s: exit %d", (unsigned)getuid(), clean(what, wb, sizeof(wb)),
+		       clean(name, nb, sizeof(nb)), exit_code);
+}

@@ -125,3 +125,49 @@ stops_restart_always_through_runtime() {
 @test "podman --restart=always is stopped through podman, not respawned; the GPU stays clean" {
 	stops_restart_always_through_runtime podman
 }
+
+# restore (issue 14, section 3) starts a container again through its
+# runtime. The record is written here as reclaim writes it for a container
+# it stopped with `docker stop` / `podman stop` (docs/json.md, "The
+# stopped-state file"); the runtime's client command comes from
+# GPUSLATE_DOCKER / GPUSLATE_PODMAN, as for the stop.
+restores_container() {
+	use "$1"
+	world_container_run "$RUNTIME" web -- "$GS_HOLDER" --gpu 0 --mib 1000 --ready-file "$GS_HOST/w.ready"
+	wait_for 10 test -f "$GS_HOST/w.ready"
+	first=$CONTAINER_PID
+	$RT stop -t 1 "$WORLD_CNAME" >/dev/null
+	wait_for 10 eval '[ "$(gpu_used 0)" = 0 ]'
+	jq -n --arg rt "$RUNTIME" --arg id "$CONTAINER_ID" --arg name "$WORLD_CNAME" \
+		'{schema_version: 1, stopped: [{kind: "container", runtime: $rt, name: $name, id: $id, container: null,
+		  stopped_at: 1, reclaim: {started_at: 1, reason: null}, state_before: "running", enabled_before: null}]}' \
+		>"$BATS_TEST_TMPDIR/stopped.json"
+	install -m 0600 "$BATS_TEST_TMPDIR/stopped.json" "$GPUSLATE_STATE_FILE.stopped"
+	export GPUSLATE_DOCKER=$DOCKER GPUSLATE_PODMAN=$PODMAN
+
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo '.items[0] | "\(.outcome) \(.state_now) \(.command) \(.exit_status)"')" \
+		"started stopped $RT start $CONTAINER_ID 0" "the start"
+	assert_eq "$($RT inspect -f '{{.State.Running}}' "$WORLD_CNAME")" true "running again"
+	track "$($RT inspect -f '{{.State.Pid}}' "$WORLD_CNAME")"
+	wait_for 10 eval '[ "$(gpu_used 0)" = 1000 ]'
+	[ ! -e "$GPUSLATE_STATE_FILE.stopped" ]
+
+	# Recorded again while it runs: reported, not started twice.
+	install -m 0600 "$BATS_TEST_TMPDIR/stopped.json" "$GPUSLATE_STATE_FILE.stopped"
+	pid=$($RT inspect -f '{{.State.Pid}}' "$WORLD_CNAME")
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo '.items[0] | "\(.outcome) \(.state_now) \(.command)"')" "already-running running null" "item"
+	assert_eq "$($RT inspect -f '{{.State.Pid}}' "$WORLD_CNAME")" "$pid" "same process"
+	assert_dead "$first"
+}
+
+@test "restore: a docker container is started again with docker start; one running again is not started twice" {
+	restores_container docker
+}
+
+@test "restore: a podman container is started again with podman start; one running again is not started twice" {
+	restores_container podman
+}

@@ -564,3 +564,31 @@ gpu01: 1, 0 MiB" ]
 	[ -e "/proc/$(holder_pid h1)" ]
 	[ ! -s "$T/pct.log" ]
 }
+
+@test "restore over the fleet: -w @pve restore -y starts again the unit the fleet's reclaim stopped inside the CT" {
+	ct_holder rs --gpu 0 --mib 1500
+	# The container outlives each test: earlier tests' reclaims recorded
+	# their units in its own /run/gpuslate.stopped.
+	ct_exec rm -f /run/gpuslate.stopped
+	run -0 gs -w @pve --hosts-file "$T/inventory" reclaim -y --grace 1
+	[ "$(ct_exec systemctl show -p ActiveState --value rs.service)" = inactive ]
+	# The same consent as reclaim: -y, or a terminal to say yes on.
+	: >"$T/pct.log"
+	run -5 gs -w @pve --hosts-file "$T/inventory" restore </dev/null
+	[[ "$output" == *"refusing to restore on 1 host without confirmation: no terminal (use -y)"* ]]
+	[ ! -s "$T/pct.log" ]
+	run -0 gs -w @pve --hosts-file "$T/inventory" restore --dry-run
+	echo "$output"
+	[ "${lines[0]}" = "ct129: dry run: would start rs.service" ]
+	run -0 gs -w @pve,gpu01 --hosts-file "$T/inventory" restore -y
+	echo "$output"
+	[ "${lines[0]}" = "ct129: restored: started rs.service" ]
+	[ "${lines[1]}" = "gpu01: nothing to restore" ]
+	grep -q "^pct exec $WORLD_CT -- gpuslate --remote --yes --timeout 60 restore$" "$T/pct.log"
+	[ "$(ct_exec systemctl show -p ActiveState --value rs.service)" = active ]
+	run -0 gs -w @pve --hosts-file "$T/inventory" --json restore -y
+	echo "$output"
+	jq -e '.command == "restore" and .exit_status == 0 and .hosts[0].verdict == "clean" and .hosts[0].report.verdict == "nothing-to-restore"' <<<"$output"
+	# The holder the restored unit started must not outlive this test.
+	ct_exec systemctl stop rs.service
+}

@@ -112,3 +112,23 @@ ct_unit_down() { [ "$(ct_state "$1")" = inactive ]; }
 	assert_dead "$main"
 	stays_for 1 ct_unit_down infer.service
 }
+
+@test "restore: a unit in the CT stopped by reclaim is started again with pct exec VMID -- systemctl start" {
+	world_lxc_unit --restart always infer -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$GS_HOST/i.ready"
+	wait_for 10 test -f "$GS_HOST/i.ready"
+	main=$UNIT_MAIN
+	run --separate-stderr gs reclaim -y
+	assert_status 0
+	assert_dead "$main"
+	assert_eq "$(jq -r '.stopped[0] | "\(.name) \(.container) \(.state_before)"' "$GPUSLATE_STATE_FILE.stopped")" \
+		"infer.service $WORLD_CT active" "the record"
+
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo '.items[0] | "\(.outcome) \(.command)"')" \
+		"started pct exec $WORLD_CT -- systemctl start -- infer.service" "the start"
+	assert_eq "$(ct_state infer.service)" active "the CT's systemd"
+	wait_for 10 eval '[ "$(gpu_used 1)" = 2048 ]'
+	track "$(world_host_pid "$(world_cgroup2)/lxc/$WORLD_CT/ns/system.slice/infer.service" \
+		"$(ct_exec systemctl show -p MainPID --value infer.service)")"
+}

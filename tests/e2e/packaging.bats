@@ -98,10 +98,10 @@ man_option_entries() {
 
 @test "man page: commands, exit statuses and environment variables" {
 	text="$(sed 's/\\f[BIRP]//g; s/\\-/-/g; s/\\&//g' "$BUILD/gpuslate.1")"
-	for c in status reclaim wait; do
+	for c in status reclaim wait restore; do
 		grep -q "^$c\$" <<<"$text" || { echo "command $c has no entry"; return 1; }
 	done
-	for n in 0 1 2 3 4 5; do
+	for n in 0 1 2 3 4 5 6 7 8; do
 		sed -n '/^\.SH "\{0,1\}EXIT STATUS/,/^\.SH [^E]/p' "$BUILD/gpuslate.1" | grep -qxF "\\fB$n\\fR" ||
 			{ echo "exit status $n missing"; return 1; }
 	done
@@ -110,7 +110,7 @@ man_option_entries() {
 	for v in $vars; do
 		grep -q "$v" <<<"$text" || { echo "environment variable $v not documented"; return 1; }
 	done
-	for f in /run/gpuslate.lock /etc/gpuslate/hosts '~/.config/gpuslate/hosts' syslog; do
+	for f in /run/gpuslate.lock /run/gpuslate.stopped /etc/gpuslate/hosts '~/.config/gpuslate/hosts' syslog; do
 		grep -qF -- "$f" <<<"$text" || { echo "file $f not documented"; return 1; }
 	done
 	# The seed's situation, and what replaces it.
@@ -152,11 +152,20 @@ bash_complete() {
 
 @test "bash completion: commands, and options per command" {
 	run bash_complete gpuslate ""
-	[ "$output" = $'status\nreclaim\nwait\nhelp' ]
+	[ "$output" = $'status\nreclaim\nwait\nrestore\nhelp' ]
 	run bash_complete gpuslate rec
 	[ "$output" = "reclaim" ]
 	run bash_complete gpuslate -q --timeout 5 ""
-	[ "$output" = $'status\nreclaim\nwait\nhelp' ]
+	[ "$output" = $'status\nreclaim\nwait\nrestore\nhelp' ]
+	run bash_complete gpuslate res
+	[ "$output" = "restore" ]
+	# restore reads its state file: -y and --dry-run, no GPU options.
+	run bash_complete gpuslate restore --dr
+	[ "$output" = "--dry-run" ]
+	run bash_complete gpuslate restore --nvml
+	[ -z "$output" ]
+	run bash_complete gpuslate restore --gp
+	[ -z "$output" ]
 	run bash_complete gpuslate reclaim --dr
 	[ "$output" = "--dry-run" ]
 	# Options only where the command takes them.

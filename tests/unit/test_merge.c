@@ -329,6 +329,42 @@ static void test_reclaim_documents(void **state)
 		    NULL, GS_HV_DRY_RUN, "dry run, 1 GPU, 0 MiB: nothing to stop");
 }
 
+/* restore: no GPUs; the verdict and what became of each record. */
+static void test_restore_documents(void **state)
+{
+	struct gs_fleet_summary sum = { .hosts = 2, .clean = 1, .not_clean = 1 };
+
+	(void)state;
+	expect_line("restore", 0,
+		    "{\"schema_version\":1,\"command\":\"restore\",\"verdict\":\"nothing-to-restore\",\"exit_status\":0,"
+		    "\"summary\":\"nothing to restore\",\"items\":[]}",
+		    NULL, GS_HV_CLEAN, "nothing to restore");
+	expect_line("restore", 0,
+		    "{\"schema_version\":1,\"command\":\"restore\",\"verdict\":\"restored\",\"exit_status\":0,\"items\":["
+		    "{\"kind\":\"unit\",\"name\":\"a.service\",\"outcome\":\"started\"},"
+		    "{\"kind\":\"unit\",\"name\":\"b.service\",\"outcome\":\"already-running\"},"
+		    "{\"kind\":\"container\",\"name\":null,\"id\":\"3f2a\",\"outcome\":\"started\"}]}",
+		    NULL, GS_HV_CLEAN, "restored: started a.service, 3f2a; already running b.service");
+	expect_line("restore", 8,
+		    "{\"schema_version\":1,\"command\":\"restore\",\"verdict\":\"not-restored\",\"exit_status\":8,\"items\":["
+		    "{\"kind\":\"unit\",\"name\":\"a.service\",\"outcome\":\"started\"},"
+		    "{\"kind\":\"unit\",\"name\":\"b\\u001b[2J\",\"outcome\":\"failed\"}]}",
+		    NULL, GS_HV_NOT_CLEAN, "not restored: started a.service; failed b\\x1b[2J");
+	expect_line("restore", 0,
+		    "{\"schema_version\":1,\"command\":\"restore\",\"verdict\":\"dry-run\",\"exit_status\":0,\"items\":["
+		    "{\"kind\":\"unit\",\"name\":\"a.service\",\"outcome\":\"pending\",\"will_start\":true}]}",
+		    NULL, GS_HV_DRY_RUN, "dry run: would start a.service");
+	expect_line("restore", 5,
+		    "{\"schema_version\":1,\"command\":\"restore\",\"verdict\":\"refused\",\"exit_status\":5,"
+		    "\"summary\":\"refused: not confirmed\",\"items\":[]}",
+		    NULL, GS_HV_NOT_CLEAN, "refused: not confirmed");
+	/* not restored somewhere, no host failed: 8, as on one host */
+	assert_int_equal(gs_fleet_exit_for("restore", &sum), 8);
+	assert_int_equal(gs_fleet_exit_for("reclaim", &sum), 1);
+	sum.failed = 1;
+	assert_int_equal(gs_fleet_exit_for("restore", &sum), 4);
+}
+
 static void test_document_mismatches(void **state)
 {
 	(void)state;
@@ -955,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_status_tolerance),
 		cmocka_unit_test(test_status_host_verdict_is_taken_at_its_word),
 		cmocka_unit_test(test_reclaim_documents),
+		cmocka_unit_test(test_restore_documents),
 		cmocka_unit_test(test_reclaim_selection_gone_and_no_match),
 		cmocka_unit_test(test_document_mismatches),
 		cmocka_unit_test(test_ssh_failures),

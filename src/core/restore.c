@@ -1,0 +1,431 @@
+/* Starting again what reclaims stopped; see restore.h. */
+#include "core/restore.h"
+#include "util/audit.h"
+#include "util/spawn.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t own_interrupted;
+/* The flag in use: restore's own, or the caller's (gs_restore_opts). */
+static volatile sig_atomic_t *intr = &own_interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	own_interrupted = 1;
+}
+
+const char *gs_restore_outcome_str(enum gs_restore_outcome o)
+{
+	switch (o) {
+	case GS_RESTORE_PENDING: return "pending";
+	case GS_RESTORE_STARTED: return "started";
+	case GS_RESTORE_ALREADY_RUNNING: return "already-running";
+	case GS_RESTORE_NOT_RUNNING_BEFORE: return "not-running-before";
+	case GS_RESTORE_FAILED: return "failed";
+	}
+	return "unknown";
+}
+
+static void note(const struct gs_restore_hooks *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const struct gs_restore_hooks *h, const char *fmt, ...)
+{
+	char text[640];
+	va_list ap;
+
+	if (!h->note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	h->note(h->ud, text);
+}
+
+/* The command words of a container runtime: GPUSLATE_DOCKER or
+ * GPUSLATE_PODMAN split on blanks (the client and its options, e.g.
+ * "docker -H unix:///run/x.sock"), else the runtime's name. */
+static int runtime_words(const char *runtime, char *buf, size_t len, const char **words, size_t max, size_t *n)
+{
+	const char *env = getenv(!strcmp(runtime, "docker") ? "GPUSLATE_DOCKER" : "GPUSLATE_PODMAN");
+	char *save = NULL, *w;
+
+	gs_strlcpy(buf, env && *env ? env : runtime, len);
+	*n = 0;
+	for (w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (*n + 1 >= max)
+			return -EINVAL;
+		words[(*n)++] = w;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+/* The argv that asks about (verb "show") or starts (verb "start") the
+ * record's unit or container; words and buf hold it. */
+static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start, char *buf, size_t len,
+		      const char **argv, size_t max)
+{
+	size_t n = 0;
+
+	if (r->kind == GS_STOPPED_CONTAINER) {
+		if (runtime_words(r->runtime, buf, len, argv, max - 6, &n) < 0)
+			return -EINVAL;
+		if (start) {
+			argv[n++] = "start";
+		} else {
+			argv[n++] = "inspect";
+			argv[n++] = "-f";
+			argv[n++] = "{{.State.Running}}";
+		}
+		argv[n++] = r->id;
+		argv[n] = NULL;
+		return 0;
+	}
+	/* As stop.c stopped it: inside the container through pct, or
+	 * lxc-attach where there is no pct. */
+	if (r->container[0]) {
+		argv[n++] = have_pct ? "pct" : "lxc-attach";
+		if (have_pct) {
+			argv[n++] = "exec";
+		} else {
+			argv[n++] = "-n";
+		}
+		argv[n++] = r->container;
+		argv[n++] = "--";
+	}
+	argv[n++] = "systemctl";
+	if (start) {
+		argv[n++] = "start";
+	} else {
+		argv[n++] = "show";
+		argv[n++] = "-p";
+		argv[n++] = "ActiveState";
+		argv[n++] = "--value";
+	}
+	/* A unit name never starts with '-' (stopped.c checks), but "--"
+	 * costs nothing. */
+	argv[n++] = "--";
+	argv[n++] = r->name;
+	argv[n] = NULL;
+	(void)max;
+	return 0;
+}
+
+static void argv_text(const char *const *argv, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; argv[i] && off + 2 < len; i++) {
+		int k = snprintf(buf + off, len - off, "%s%s", i ? " " : "", argv[i]);
+
+		if (k < 0)
+			break;
+		off += (size_t)k;
+	}
+}
+
+static void first_line(const char *text, char *buf, size_t len)
+{
+	const char *nl;
+
+	buf[0] = '\0';
+	if (!text)
+		return;
+	nl = strchr(text, '\n');
+	snprintf(buf, len, "%.*s", nl ? (int)(nl - text) : (int)strlen(text), text);
+}
+
+/* Is it running now? Fills state_now ("" when the manager could not say:
+ * then restore tries the start, and the start says what is wrong). */
+static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeout_ms)
+{
+	const char *argv[24];
+	char buf[512];
+	struct gs_run_result rr;
+
+	it->state_now[0] = '\0';
+	if (build_argv(&it->rec, have_pct, false, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv)) < 0)
+		return;
+	if (gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, intr, &rr) < 0)
+		return;
+	if (!rr.timed_out && !rr.interrupted && rr.exit_code == 0 && rr.out) {
+		char *v = gs_strstrip(rr.out);
+
+		if (it->rec.kind == GS_STOPPED_CONTAINER)
+			gs_strlcpy(it->state_now, !strcmp(v, "true") ? "running" : !strcmp(v, "false") ? "stopped" : "",
+				   sizeof(it->state_now));
+		else
+			gs_strlcpy(it->state_now, v, sizeof(it->state_now));
+	}
+	gs_run_result_free(&rr);
+}
+
+static bool running_state(const char *s)
+{
+	/* Up, or on its way up: a second start would only queue behind it. */
+	return !strcmp(s, "active") || !strcmp(s, "activating") || !strcmp(s, "reloading") || !strcmp(s, "running");
+}
+
+/* What to do with each record: start it, or report why not. */
+static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
+{
+	for (size_t i = 0; i < rs->n && !*intr; i++) {
+		struct gs_restore_item *it = &rs->items[i];
+
+		/* Only what the reclaim undid: a record of something that was
+		 * not running then (a state the manager reported) is not
+		 * started now. */
+		if (it->rec.state_before[0] && !running_state(it->rec.state_before)) {
+			it->outcome = GS_RESTORE_NOT_RUNNING_BEFORE;
+			snprintf(it->error, sizeof(it->error), "was %s before the reclaim: not started",
+				 it->rec.state_before);
+			continue;
+		}
+		check_now(it, have_pct, timeout_ms);
+		if (running_state(it->state_now)) {
+			it->outcome = GS_RESTORE_ALREADY_RUNNING;
+			continue;
+		}
+		it->will_start = true;
+		rs->n_to_start++;
+	}
+}
+
+static void start_one(struct gs_restore_item *it, bool have_pct, uint64_t timeout_ms)
+{
+	const char *argv[24];
+	char buf[512];
+	struct gs_run_result rr;
+	uint64_t t0 = gs_now_ms();
+	int r;
+
+	it->exit_code = -1;
+	if (build_argv(&it->rec, have_pct, true, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv)) < 0) {
+		it->outcome = GS_RESTORE_FAILED;
+		snprintf(it->error, sizeof(it->error), "no usable %s command", it->rec.runtime);
+		return;
+	}
+	argv_text(argv, it->command, sizeof(it->command));
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, intr, &rr);
+	it->took_ms = gs_now_ms() - t0;
+	if (r < 0) {
+		it->outcome = GS_RESTORE_FAILED;
+		snprintf(it->error, sizeof(it->error), "cannot run %s: %s", argv[0], strerror(-r));
+	} else {
+		it->exit_code = rr.timed_out || rr.interrupted ? -1 : rr.exit_code;
+		if (rr.interrupted) {
+			it->outcome = GS_RESTORE_FAILED;
+			snprintf(it->error, sizeof(it->error), "interrupted");
+		} else if (rr.timed_out) {
+			it->outcome = GS_RESTORE_FAILED;
+			snprintf(it->error, sizeof(it->error), "timed out after %.1f s", timeout_ms / 1000.0);
+		} else if (rr.exit_code != 0) {
+			it->outcome = GS_RESTORE_FAILED;
+			first_line(rr.err && rr.err[0] ? rr.err : rr.out, it->error, sizeof(it->error));
+			if (!it->error[0])
+				snprintf(it->error, sizeof(it->error), "exit status %d", rr.exit_code);
+		} else {
+			it->outcome = GS_RESTORE_STARTED;
+		}
+		gs_run_result_free(&rr);
+	}
+	gs_audit_start(it->rec.kind == GS_STOPPED_UNIT ? "unit" : it->rec.runtime,
+		       it->rec.kind == GS_STOPPED_UNIT ? it->rec.name : it->rec.id, it->rec.container, it->exit_code);
+}
+
+/* The records that stay: what was not started (failed, or never tried). */
+static void save_rest(struct gs_restore *rs, const struct gs_restore_hooks *h)
+{
+	struct gs_stopped set = { 0 };
+	int r = 0;
+
+	for (size_t i = 0; i < rs->n && r == 0; i++) {
+		enum gs_restore_outcome o = rs->items[i].outcome;
+
+		if (o == GS_RESTORE_PENDING || o == GS_RESTORE_FAILED)
+			r = gs_stopped_add(&set, &rs->items[i].rec);
+	}
+	if (r == 0)
+		r = gs_stopped_save(rs->path, &set);
+	if (r < 0) {
+		snprintf(rs->save_error, sizeof(rs->save_error), "cannot update '%.300s': %s", rs->path, strerror(-r));
+		note(h, "%s", rs->save_error);
+	}
+	gs_stopped_free(&set);
+}
+
+static void conclude(struct gs_restore *rs, enum gs_verdict v)
+{
+	size_t started = 0, running = 0, failed = 0, pending = 0;
+
+	rs->verdict = v;
+	rs->exit_status = gs_verdict_exit(v);
+	for (size_t i = 0; i < rs->n; i++)
+		switch (rs->items[i].outcome) {
+		case GS_RESTORE_STARTED: started++; break;
+		case GS_RESTORE_ALREADY_RUNNING: running++; break;
+		case GS_RESTORE_FAILED: failed++; break;
+		case GS_RESTORE_PENDING: pending += rs->items[i].will_start; break;
+		case GS_RESTORE_NOT_RUNNING_BEFORE: break;
+		}
+	switch (v) {
+	case GS_VERDICT_NOTHING_TO_RESTORE:
+		snprintf(rs->message, sizeof(rs->message), "nothing to restore");
+		break;
+	case GS_VERDICT_DRY_RUN:
+		snprintf(rs->message, sizeof(rs->message), "would start %zu, %zu already running", rs->n_to_start,
+			 running);
+		break;
+	case GS_VERDICT_REFUSED:
+		snprintf(rs->message, sizeof(rs->message), "refused: nothing was started");
+		break;
+	default:
+		snprintf(rs->message, sizeof(rs->message), "%zu started, %zu already running, %zu failed%s", started,
+			 running, failed + pending, pending ? " (interrupted)" : "");
+		break;
+	}
+}
+
+static int fail(struct gs_restore *rs, enum gs_exit status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct gs_restore *rs, enum gs_exit status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rs->error, sizeof(rs->error), fmt, ap);
+	va_end(ap);
+	rs->verdict = GS_VERDICT_NONE;
+	rs->exit_status = status;
+	return 0;
+}
+
+struct lock_note {
+	const struct gs_restore_hooks *h;
+	uint64_t timeout_ms;
+};
+
+static void lock_waiting(void *ud)
+{
+	const struct lock_note *ln = ud;
+
+	note(ln->h, "another gpuslate reclaim is running on this host; waiting up to %.0f s", ln->timeout_ms / 1000.0);
+}
+
+static int run(const struct gs_request *req, const struct gs_restore_opts *o, const struct gs_restore_hooks *h,
+	       struct gs_restore *rs)
+{
+	struct gs_stopped set;
+	char buf[4096], err[512];
+	bool have_pct;
+	int r;
+
+	gs_strlcpy(rs->path, gs_stopped_path(buf, sizeof(buf)), sizeof(rs->path));
+	if (!req->dry_run && !o->lock_held) {
+		struct lock_note ln = { .h = h, .timeout_ms = req->timeout_ms };
+
+		r = gs_host_lock_take(req->timeout_ms, intr, lock_waiting, &ln, &rs->lock_fd, err, sizeof(err));
+		if (r < 0)
+			return fail(rs, gs_exit_of_error(r, GS_EXIT_REFUSED), "%s", err);
+	}
+	r = gs_stopped_load(rs->path, &set, err, sizeof(err));
+	if (r < 0)
+		return fail(rs, gs_exit_of_error(r, GS_EXIT_REFUSED), "refusing the stopped-state file '%s': %s",
+			    rs->path, err);
+	if (set.n == 0) {
+		gs_stopped_free(&set);
+		conclude(rs, GS_VERDICT_NOTHING_TO_RESTORE);
+		return 0;
+	}
+	rs->items = calloc(set.n, sizeof(*rs->items));
+	if (!rs->items) {
+		gs_stopped_free(&set);
+		return fail(rs, GS_EXIT_OUT_OF_MEMORY, "out of memory");
+	}
+	for (size_t i = 0; i < set.n; i++) {
+		rs->items[i].rec = set.recs[i];
+		rs->items[i].exit_code = -1;
+	}
+	rs->n = set.n;
+	gs_stopped_free(&set);
+
+	have_pct = gs_program_exists("pct");
+	decide(rs, have_pct, req->timeout_ms);
+	if (h->plan_ready)
+		h->plan_ready(h->ud, rs);
+	if (req->dry_run) {
+		conclude(rs, GS_VERDICT_DRY_RUN);
+		return 0;
+	}
+	if (rs->n_to_start && !req->yes) {
+		enum gs_confirm c = h->confirm ? h->confirm(h->ud, rs) : GS_CONFIRM_NO_TERMINAL;
+
+		if (c != GS_CONFIRM_YES) {
+			conclude(rs, GS_VERDICT_REFUSED);
+			snprintf(rs->message, sizeof(rs->message), "%s",
+				 c == GS_CONFIRM_NO_TERMINAL
+					 ? "refused: no terminal to confirm on; use -y to start without confirmation"
+					 : "refused: not confirmed");
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < rs->n && !*intr; i++)
+		if (rs->items[i].will_start)
+			start_one(&rs->items[i], have_pct, req->timeout_ms);
+	rs->interrupted = *intr != 0;
+	save_rest(rs, h);
+	{
+		bool bad = false;
+
+		for (size_t i = 0; i < rs->n; i++)
+			bad |= rs->items[i].outcome == GS_RESTORE_FAILED ||
+			       (rs->items[i].will_start && rs->items[i].outcome == GS_RESTORE_PENDING);
+		conclude(rs, bad ? GS_VERDICT_NOT_RESTORED : GS_VERDICT_RESTORED);
+	}
+	return 0;
+}
+
+int gs_restore_run(const struct gs_request *req, const struct gs_restore_opts *o, const struct gs_restore_hooks *hooks,
+		   struct gs_restore *rs)
+{
+	static const struct gs_restore_hooks none;
+	static const struct gs_restore_opts defaults;
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	uint64_t t0 = gs_now_ms();
+	int r;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->lock_fd = -1;
+	rs->dry_run = req->dry_run;
+	if (o && o->interrupted) {
+		intr = o->interrupted;
+	} else {
+		/* No SA_RESTART: a start in progress ends at Ctrl-C, and what
+		 * was not started keeps its record. */
+		intr = &own_interrupted;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		signal(SIGPIPE, SIG_IGN);
+	}
+	r = run(req, o ? o : &defaults, hooks ? hooks : &none, rs);
+	rs->elapsed_ms = gs_now_ms() - t0;
+	return r;
+}
+
+void gs_restore_free(struct gs_restore *rs)
+{
+	free(rs->items);
+	rs->items = NULL;
+	rs->n = 0;
+	if (rs->lock_fd >= 0)
+		close(rs->lock_fd);
+	rs->lock_fd = -1;
+}
