@@ -41,5 +41,7 @@
 #define GS_JK_UNMATCHED "unmatched"
 #define GS_JK_RESPAWNS "respawns"
 #define GS_JK_BY "by"
+#define GS_JK_RESTARTER "restarter"
+#define GS_JK_STOP_WITH "stop_with"
 
 #endif

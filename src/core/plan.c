@@ -13,6 +13,7 @@ const char *gs_action_str(enum gs_action a)
 	case GS_ACT_SIGNAL_GROUP: return "signal-group";
 	case GS_ACT_STOP_UNIT: return "stop-unit";
 	case GS_ACT_KILL: return "kill";
+	case GS_ACT_STOP_CONTAINER: return "stop-container";
 	}
 	return "unknown";
 }
@@ -53,6 +54,7 @@ const char *gs_why_str(enum gs_why w)
 	case GS_WHY_DESCENDANT: return "descendant of a target";
 	case GS_WHY_GROUP_MEMBER: return "member of a target's process group";
 	case GS_WHY_TARGETED: return "targeted by this reclaim, still alive";
+	case GS_WHY_PARENT: return "supervising parent of a target (--include-parent)";
 	}
 	return "unknown";
 }
@@ -63,6 +65,7 @@ void gs_plan_free(struct gs_plan *p)
 	free(p->left);
 	free(p->units);
 	free(p->others);
+	free(p->restarters);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -139,7 +142,7 @@ static int add_target(struct gs_plan *p, const struct gs_snapshot *s, const stru
 	const struct gs_holder *h = holder >= 0 ? &s->holders[holder] : NULL;
 	struct gs_target t = {
 		.pid = st->pid, .starttime = st->starttime, .holder = holder,
-		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1,
+		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1, .restarter = -1,
 		.term = h && h->info_ok ? gs_pidstatus_term_fate(&h->info.status) : GS_TERM_UNKNOWN,
 	};
 
