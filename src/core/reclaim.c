@@ -208,8 +208,10 @@ void gs_last_reclaim_record(const struct gs_reclaim_report *rep)
  * a unit's RestartUSec plus a margin. */
 #define GS_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GS_RESPAWN_WATCH_MS 1000
-#define GS_RESPAWN_WATCH_PARENT_MS 2000
+#define GS_RESPAWN_WATCH_PARENT_MS 2500
 #define GS_RESPAWN_WATCH_MARGIN_MS 1000
+/* 2.5 s: a supervisor that sleeps 1.5 s before restarting (as some do
+ * after a failure) is still seen with a second to spare on a loaded host. */
 static bool owner_may_restart(enum gs_owner_kind k)
 {
 	return k == GS_OWNER_UNIT || k == GS_OWNER_USER_UNIT || gs_owner_kind_is_container(k);
@@ -370,10 +372,7 @@ static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
 		.ud = &q,
 	};
 
-	/* Units cannot be asked without systemctl; a unit's stop is then not
-	 * planned either (--no-units asks nothing of systemd). */
-	if (req->no_units)
-		env.unit_props = NULL;
+	env.no_units = req->no_units;
 	return gs_restarters_plan(&rc->plan, &rc->s, &rc->pt, &env);
 }
 

@@ -245,7 +245,12 @@ static bool unit_restarter(const struct gs_restarter_env *env, struct unit_answe
 	gs_strlcpy(ret->policy, up->restart, sizeof(ret->policy));
 	ret->restart_ms = up->restart_ms;
 	ret->pid = up->main_pid;
-	snprintf(ret->stop_with, sizeof(ret->stop_with), "--unit %.250s", unit);
+	/* Not stopped through systemd: --no-units said so, or a process of
+	 * the unit was left out of the selection (--unit takes them all). */
+	if (env->no_units)
+		snprintf(ret->stop_with, sizeof(ret->stop_with), "a reclaim without --no-units");
+	else
+		snprintf(ret->stop_with, sizeof(ret->stop_with), "--unit %.250s", unit);
 	return true;
 }
 

@@ -64,6 +64,7 @@ struct gs_unit_props {
 struct gs_restarter_env {
 	pid_t self;
 	bool include_parent;
+	bool no_units;           /* --no-units: units are asked about, never stopped */
 	/* Unit UNIT (inside CT container when not ""): 0 with props, or -errno
 	 * (unknown: no restarter is assumed from it, the old watch applies). */
 	int (*unit_props)(void *ud, const char *unit, const char *container, struct gs_unit_props *ret);
