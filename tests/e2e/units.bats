@@ -48,9 +48,12 @@ unit_with_member() {
 	assert_eq "$(proc_json "$main" .outcome)" stopped-with-unit outcome
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0"
 	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_eq "$(target_json "$main" '.restarter | "\(.kind) \(.name) \(.policy) \(.pid) \(.handling)"')" \
+		"unit trainer.service always $main stopped through systemd" "restarter"
 	assert_dead "$main"
 	# systemd itself: stopped by a job, so Restart=always does not apply.
-	stays_for 1 unit_down trainer.service 0
+	# Many times its RestartSec=100ms.
+	stays_for 3 unit_down trainer.service 0
 	assert_eq "$(sd show -p Result --value trainer.service)" success "unit result"
 }
 
@@ -68,6 +71,9 @@ unit_with_member() {
 	assert_eq "$(jqo .verdict)" not-clean verdict
 	assert_eq "$(signals_of "$first")" SIGTERM,SIGCONT "signals"
 	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by)"] | join(";")')" "$second unit trainer.service" respawns
+	assert_eq "$(jqo '.respawns[0].stop_with')" "a reclaim without --no-units" "what would stop the unit"
+	assert_eq "$(target_json "$first" '.restarter | "\(.kind) \(.policy) \(.restart_s) \(.handling)"')" \
+		"unit always 0.1 watched" "restarter"
 	assert_eq "$(jqo '.units | length')" 0 "units stopped"
 	assert_dead "$first"
 	assert_alive "$second"
