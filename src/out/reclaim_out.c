@@ -256,8 +256,10 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		off = (size_t)snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
 		for (size_t u = 0; r->stop && u < r->stop->n_units && off + 64 < len; u++)
 			if ((r->stop->units[u].command[0] || r->stop->units[u].error[0]) && !r->stop->units[u].stopped)
-				off += (size_t)snprintf(buf + off, len - off, "; unit %.100s not stopped through its manager, its processes signalled",
-							r->plan->units[u].unit);
+				off += (size_t)snprintf(buf + off, len - off, "; %s %.100s not stopped through its %s, its processes signalled",
+							r->plan->units[u].runtime[0] ? "container" : "unit",
+							r->plan->units[u].unit,
+							r->plan->units[u].runtime[0] ? r->plan->units[u].runtime : "manager");
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "gpuslate: not clean:");
@@ -330,18 +332,22 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 				continue;
 			/* unit names, the argv run and the manager's error
 			 * text all come from outside: escaped */
+			/* a container stopped through its runtime: "docker container ID" */
+			const char *what = p->units[u].runtime[0] ? p->units[u].runtime : "unit";
+			const char *kind = p->units[u].runtime[0] ? " container" : "";
+
 			if (!ur->command[0])
-				fprintf(f, "  unit %s: %s; its processes are signalled\n", GS_SAFE(p->units[u].unit),
-					GS_SAFE(ur->error));
+				fprintf(f, "  %s%s %s: %s; its processes are signalled\n", what, kind,
+					GS_SAFE(p->units[u].unit), GS_SAFE(ur->error));
 			else if (ur->exit_code == 0)
-				fprintf(f, "  unit %s: %s: done in %.2f s\n", GS_SAFE(p->units[u].unit), GS_SAFE(ur->command),
-					ur->took_ms / 1000.0);
+				fprintf(f, "  %s%s %s: %s: done in %.2f s\n", what, kind, GS_SAFE(p->units[u].unit),
+					GS_SAFE(ur->command), ur->took_ms / 1000.0);
 			else if (ur->timed_out) /* was "failed (timed out0)" */
-				fprintf(f, "  unit %s: %s: failed (timed out)%s%s; its processes are signalled\n",
+				fprintf(f, "  %s%s %s: %s: failed (timed out)%s%s; its processes are signalled\n", what, kind,
 					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->error[0] ? ": " : "",
 					GS_SAFE(ur->error));
 			else
-				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s; its processes are signalled\n",
+				fprintf(f, "  %s%s %s: %s: failed (exit %d)%s%s; its processes are signalled\n", what, kind,
 					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->exit_code,
 					ur->error[0] ? ": " : "", GS_SAFE(ur->error));
 		}
