@@ -407,6 +407,26 @@ static void test_kubernetes_pod_is_reported_never_acted_on(void **state)
 	free_world(w);
 }
 
+/* torchrun's agent holds the GPU too, and its worker got a lower PID (the
+ * PIDs wrapped): the agent is signalled first, or it restarts the worker
+ * in the grace period. */
+static void test_a_parent_that_is_a_target_comes_before_its_children(void **state)
+{
+	struct world *w = new_world();
+
+	(void)state;
+	holder(w, 400, 500, "python3", SESSION, 0, 2048);
+	holder(w, 500, 1, "torchrun", SESSION, 0, 512);
+	holder(w, 600, 1, "python3", SESSION, 0, 1024);
+	plan(w, "0", false);
+	assert_int_equal(w->plan.n_targets, 3);
+	assert_int_equal(w->plan.targets[0].pid, 500);
+	assert_int_equal(w->plan.targets[1].pid, 400);
+	assert_int_equal(w->plan.targets[2].pid, 600);
+	assert_null(restarter_of(w, 400)); /* a target: stopped, not watched */
+	free_world(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_restart_always_unit),
 		cmocka_unit_test(test_container_with_restart_policy),
 		cmocka_unit_test(test_kubernetes_pod_is_reported_never_acted_on),
+		cmocka_unit_test(test_a_parent_that_is_a_target_comes_before_its_children),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
