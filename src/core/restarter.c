@@ -268,10 +268,26 @@ static int cgroup_of(const struct gs_restarter_env *env, pid_t pid, struct gs_ow
 	return gs_owner_from_cgroup(text, ret);
 }
 
+/* Parents that start a program once and never again: privilege and
+ * session tools, job and container launchers (a Slurm step's slurmstepd,
+ * a container's shim or conmon). Not supervisors, never stopped as one. */
+static const char *const launchers[] = {
+	"sudo", "su", "runuser", "sshd", "login", "slurmstepd", "srun", "conmon", "timeout", "nohup",
+	"script", "screen", "SCREEN", "tmux: server", "tmux",
+};
+
+static bool is_launcher(const char *comm)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(launchers); i++)
+		if (!strcmp(comm, launchers[i]))
+			return true;
+	return gs_startswith(comm, "containerd-shim");
+}
+
 /* Is pp, the live parent of target t, a supervisor that would start it
  * again? Not PID 1 or a namespace's init, not systemd, not a target, not
  * gpuslate's ancestor (the shell that ran gpuslate), not a protected
- * daemon, not in another cgroup (a container's shim, a service manager:
+ * daemon or a launcher that starts once (sudo, slurmstepd), not in another cgroup (a container's shim, a service manager:
  * their restarts are the container's or unit's policy), not a shell a
  * person types into. */
 static bool supervising_parent(const struct gs_plan *p, const struct gs_ptable *pt, const struct gs_restarter_env *env,
@@ -285,7 +301,7 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_ptable *
 
 	if (par->pid <= 1 || gs_pidstat_is_kthread(par) || gs_plan_find_target(p, par->pid) ||
 	    gs_ptable_is_ancestor(pt, par->pid, env->self) || !strcmp(par->comm, "systemd") ||
-	    gs_is_protected_name(par->comm, NULL))
+	    gs_is_protected_name(par->comm, NULL) || is_launcher(par->comm))
 		return false;
 	if (env->is_pidns_init && env->is_pidns_init(env->pidns_ud, par->pid, par->starttime) != 0)
 		return false;

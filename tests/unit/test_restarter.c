@@ -292,9 +292,12 @@ static void test_parents_that_are_not_supervisors(void **state)
 	proc(w, 300, 1, "containerd-shim", "containerd-shim-runc-v2 -id x", "/dev/null", "0::/system.slice/containerd.service\n");
 	holder(w, 301, 300, "python3", "0::/docker/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", 0, 1024);
 	holder(w, 401, 1, "python3", SESSION, 0, 1024);
+	proc(w, 500, 1, "sudo", "sudo python3 serve.py", "/dev/null", SESSION);  /* starts once */
+	holder(w, 501, 500, "python3", SESSION, 0, 1024);
 	proc(w, SELF, 200, "gpuslate", "gpuslate reclaim -y", "/dev/pts/2", SESSION);
 	plan(w, "0", true);
-	assert_int_equal(w->plan.n_targets, 4); /* nobody added */
+	assert_int_equal(w->plan.n_targets, 5); /* nobody added */
+	assert_null(restarter_of(w, 501));
 	assert_null(restarter_of(w, 101));
 	assert_null(restarter_of(w, 201));
 	assert_null(restarter_of(w, 301)); /* no restart policy either */
