@@ -296,7 +296,7 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		/* The option that stops the restarter too, named once. */
 		if (v->respawns[i].stop_with[0] && off + 64 < len &&
 		    (i == 0 || strcmp(v->respawns[i].stop_with, v->respawns[i - 1].stop_with)))
-			off += (size_t)snprintf(buf + off, len - off, " (%s would stop it)", v->respawns[i].stop_with);
+			off += (size_t)snprintf(buf + off, len - off, ", %s would stop it", v->respawns[i].stop_with);
 		off += (size_t)snprintf(buf + off, len - off, ";");
 	}
 	if (off && buf[off - 1] == ';')
@@ -448,8 +448,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		}
 		for (size_t i = 0; i < v->n_respawns; i++)
 			fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
-				GS_SAFE(v->respawns[i].by), v->respawns[i].stop_with[0] ? " (" : "",
-				GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it)" : "");
+				GS_SAFE(v->respawns[i].by), v->respawns[i].stop_with[0] ? "; " : "",
+				GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
 		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)

@@ -53,7 +53,7 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 	# Seen before it opened the GPU: the new holder held nothing yet.
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.held_by | length)"')" \
 		"true 0 0" "GPU 0 at the verdict"
-	assert_match "$(jqo .summary)" "not clean: $second respawned by parent $SUP \\(bash\\) \\(--include-parent would stop it\\)" \
+	assert_match "$(jqo .summary)" "not clean: $second respawned by parent $SUP \\(bash\\), --include-parent would stop it" \
 		summary
 	assert_eq "$(jqo ".plan.targets[] | select(.pid == $FIRST) | .restarter | \"\(.kind) \(.pid) \(.name) \(.handling)\"")" \
 		"parent $SUP bash watched" "restarter in the plan"
