@@ -487,7 +487,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 		/* Before the stop: the targets' identities go with them. */
 		r = build_watch(rc);
 		if (r < 0)
-			return fail(rc, GS_EXIT_NOT_CLEAN, "out of memory");
+			return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory: nothing was stopped");
 	}
 	if (acting && rc->plan.n_targets) {
 		struct gs_stop_opts so = {
@@ -517,7 +517,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 		rc->watch.parents_only = parents_only;
 		vo.watch = &rc->watch;
 		if (rc->rep.stop && record_managed(rc) < 0)
-			return fail(rc, GS_EXIT_NOT_CLEAN, "out of memory");
+			return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory after stopping: the GPUs are not verified");
 	}
 	if (rc->hooks->progress) {
 		vo.progress = progress;
@@ -589,8 +589,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	rc->stage = STAGE_PLAN;
 	if (!wait_mode && rc->plan.n_targets) {
 		r = find_restarters(rc, req);
-		if (r < 0)
-			return fail(rc, gs_exit_of_error(r, GS_EXIT_NOT_CLEAN), "%s", strerror(-r));
+		if (r < 0) /* only -ENOMEM: nothing was done yet */
+			return fail(rc, gs_exit_of_error(r, GS_EXIT_NOT_CLEAN), "out of memory finding what restarts the targets");
 	}
 	rc->rep.before = &rc->s;
 	rc->rep.plan = &rc->plan;

@@ -177,6 +177,8 @@ static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel
  * every holder's owner could be read. */
 static bool container_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_owner *co)
 {
+	if (!s->holders)
+		return false; /* nothing known of who else is inside: not proven */
 	for (size_t i = 0; i < s->n_holders; i++) {
 		const struct gs_holder *o = &s->holders[i];
 
