@@ -107,6 +107,12 @@ struct gs_selection {
 	 * they would be now (a descendant whose ancestor is gone has lost the
 	 * association that made it one, and its memory is still to be freed). */
 	const struct gs_plan *targeted;
+	/* The MainPID its manager reports for the unit of this owner's cgroup
+	 * (0 with *ret, or -errno: unknown). Makes the unit-main rule exact;
+	 * NULL or unknown: a child of the manager is taken as main, the safe
+	 * way. */
+	int (*unit_main_pid)(void *ud, const struct gs_owner *o, pid_t *ret);
+	void *unit_main_pid_ud;
 };
 
 /* Memory a process left alone holds on a selected GPU (NVML's figure). */

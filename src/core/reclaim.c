@@ -349,27 +349,72 @@ static int record_managed(struct gs_reclaim *rc)
 	return 0;
 }
 
+/* systemctl show, once per unit and run (the plan's unit-main rule and
+ * the restarters ask about the same units). */
+static int unit_props_cached(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+{
+	struct gs_reclaim *rc = ud;
+	struct gs_unit_answer *a;
+
+	for (size_t i = 0; i < rc->n_unit_answers; i++) {
+		a = &rc->unit_answers[i];
+		if (!strcmp(a->unit, unit) && !strcmp(a->container, container)) {
+			*ret = a->props;
+			return a->r;
+		}
+	}
+	if (rc->n_unit_answers == GS_ARRAY_SIZE(rc->unit_answers))
+		return gs_restarter_query_unit(&rc->query, unit, container, ret);
+	a = &rc->unit_answers[rc->n_unit_answers++];
+	gs_strlcpy(a->unit, unit, sizeof(a->unit));
+	gs_strlcpy(a->container, container, sizeof(a->container));
+	a->r = gs_restarter_query_unit(&rc->query, unit, container, &a->props);
+	*ret = a->props;
+	return a->r;
+}
+
+/* The plan's unit-main rule made exact: the MainPID the manager reports
+ * for the unit of this cgroup (never a unit below a delegation boundary,
+ * whose manager is another). */
+static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
+{
+	const char *unit = o->kind == GS_OWNER_LXC ? o->unit : o->name;
+	const char *ct = o->kind == GS_OWNER_LXC ? o->name : "";
+	struct gs_unit_props up;
+	char cg[1024];
+	int r;
+
+	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC) || o->delegated || !gs_endswith(unit, ".service") ||
+	    gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
+		return -ENOENT;
+	if (o->kind == GS_OWNER_LXC && !((struct gs_reclaim *)ud)->sel.have_pct &&
+	    !((struct gs_reclaim *)ud)->sel.have_lxc_attach)
+		return -ENOENT;
+	r = unit_props_cached(ud, unit, ct, &up);
+	if (r < 0)
+		return r;
+	if (strcmp(up.control_group, cg) || up.main_pid <= 0)
+		return -ENOENT;
+	*ret = up.main_pid;
+	return 0;
+}
+
 /* Find what would restart each target (restarter.h), asking systemctl and
  * the container runtimes with deadlines. */
 static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
 {
-	struct gs_restarter_query q = {
-		.have_pct = rc->sel.have_pct,
-		.timeout_ms = req->timeout_ms < 10000 ? req->timeout_ms : 10000,
-		.interrupted = &interrupted,
-		.proc_fd = gs_discover_proc_fd(&rc->d),
-	};
 	struct gs_restarter_env env = {
 		.self = rc->d.self,
 		.include_parent = req->include_parent,
-		.unit_props = gs_restarter_query_unit,
+		.unit_props = unit_props_cached,
+		.unit_ud = rc,
 		.container_policy = gs_restarter_query_container,
 		.read_cmdline = gs_restarter_read_cmdline,
 		.read_stdin = gs_restarter_read_stdin,
 		.read_cgroup = gs_restarter_read_cgroup,
 		.is_pidns_init = gs_discover_is_pidns_init,
 		.pidns_ud = &rc->d,
-		.ud = &q,
+		.ud = &rc->query,
 	};
 
 	env.no_units = req->no_units;
@@ -581,6 +626,16 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	gs_request_selection(req, &rc->sel);
 	rc->sel.is_pidns_init = gs_discover_is_pidns_init;
 	rc->sel.is_pidns_init_ud = &rc->d;
+	rc->query = (struct gs_restarter_query){
+		.have_pct = rc->sel.have_pct,
+		.timeout_ms = req->timeout_ms < 10000 ? req->timeout_ms : 10000,
+		.interrupted = &interrupted,
+		.proc_fd = gs_discover_proc_fd(&rc->d),
+	};
+	if (!wait_mode) {
+		rc->sel.unit_main_pid = unit_main_pid;
+		rc->sel.unit_main_pid_ud = rc;
+	}
 	if (gs_filters_any(&rc->sel.filters) && apply_filters(rc) == 0)
 		return 0;
 	r = gs_plan_build(&rc->s, &rc->pt, &rc->sel, rc->d.self, &rc->d.self_owner, &rc->plan, err, sizeof(err));

@@ -77,6 +77,13 @@ struct gs_managed_stop {
 	char runtime[16];
 };
 
+/* A unit's properties as its manager answered, asked once per run. */
+struct gs_unit_answer {
+	char unit[256], container[256];
+	int r;
+	struct gs_unit_props props;
+};
+
 /* One run: the report and everything it points to. */
 struct gs_reclaim {
 	struct gs_reclaim_report rep;
@@ -96,6 +103,9 @@ struct gs_reclaim {
 	struct gs_stop_result stop;
 	struct gs_verify_result vr;
 	struct gs_respawn_watch watch;
+	struct gs_restarter_query query;   /* how systemctl and the runtimes are asked */
+	struct gs_unit_answer unit_answers[16];
+	size_t n_unit_answers;
 	/* What was stopped through its manager (after the stop stage). */
 	struct gs_managed_stop *managed;
 	size_t n_managed;

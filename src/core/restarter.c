@@ -217,7 +217,7 @@ static int unit_props_cached(const struct gs_restarter_env *env, struct unit_ans
 		memset(a, 0, sizeof(*a));
 		gs_strlcpy(a->unit, unit, sizeof(a->unit));
 		gs_strlcpy(a->container, container, sizeof(a->container));
-		a->r = env->unit_props(env->ud, unit, container, &a->props);
+		a->r = env->unit_props(env->unit_ud, unit, container, &a->props);
 		*ret = &a->props;
 		return a->r;
 	}

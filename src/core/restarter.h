@@ -68,6 +68,7 @@ struct gs_restarter_env {
 	/* Unit UNIT (inside CT container when not ""): 0 with props, or -errno
 	 * (unknown: no restarter is assumed from it, the old watch applies). */
 	int (*unit_props)(void *ud, const char *unit, const char *container, struct gs_unit_props *ret);
+	void *unit_ud;
 	/* Restart policy of container id of runtime ("no", "always", ...). */
 	int (*container_policy)(void *ud, const char *runtime, const char *id, char *ret, size_t len);
 	/* A process's command line (argv joined with spaces; malloc'd), its

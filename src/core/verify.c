@@ -264,6 +264,9 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	 * excuse it because the association that made it one is gone. */
 	sel = *o->sel;
 	sel.targeted = o->old_plan;
+	/* No systemctl on the re-scan's beat: its targets stay targets, and
+	 * a new holder gets the cautious unit-main rule. */
+	sel.unit_main_pid = NULL;
 	rc = gs_plan_build(&s, &pt, &sel, d->self, &d->self_owner, &np, err, sizeof(err));
 	if (rc < 0) {
 		gs_ptable_free(&pt);

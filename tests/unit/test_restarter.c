@@ -190,7 +190,7 @@ static int container_policy(void *ud, const char *runtime, const char *id, char 
 static void plan(struct world *w, const char *gpus, bool include_parent)
 {
 	struct gs_restarter_env env = {
-		.self = SELF, .include_parent = include_parent, .unit_props = unit_props,
+		.self = SELF, .include_parent = include_parent, .unit_props = unit_props, .unit_ud = w,
 		.container_policy = container_policy, .read_cmdline = read_cmdline, .read_stdin = read_stdin,
 		.read_cgroup = read_cgroup, .ud = w,
 	};
@@ -430,6 +430,39 @@ static void test_a_parent_that_is_a_target_comes_before_its_children(void **stat
 	free_world(w);
 }
 
+static int main_is_300(void *ud, const struct gs_owner *o, pid_t *ret)
+{
+	(void)ud;
+	(void)o;
+	*ret = 300;
+	return 0;
+}
+
+/* An orphan of the unit, reparented to the manager, holds GPU 0; the
+ * unit's main process holds GPU 1 (not selected). Guessing, either may be
+ * the main process, and the orphan is left alone; with the manager's
+ * MainPID the orphan is known not to be: signalled, the unit untouched. */
+static void test_main_pid_makes_the_unit_main_rule_exact(void **state)
+{
+	struct world *w = new_world();
+	char err[256];
+
+	(void)state;
+	holder(w, 300, 1, "python3", "0::/system.slice/trainer.service\n", 1, 4096);
+	holder(w, 301, 1, "python3", "0::/system.slice/trainer.service\n", 0, 2048);
+	w->sel.gpus = "0";
+	assert_int_equal(gs_plan_build(&w->s, &w->pt, &w->sel, SELF, &w->self_owner, &w->plan, err, sizeof(err)), 0);
+	assert_null(gs_plan_find_target(&w->plan, 301));
+	gs_plan_free(&w->plan);
+
+	w->sel.unit_main_pid = main_is_300;
+	assert_int_equal(gs_plan_build(&w->s, &w->pt, &w->sel, SELF, &w->self_owner, &w->plan, err, sizeof(err)), 0);
+	assert_non_null(gs_plan_find_target(&w->plan, 301));
+	assert_int_equal(gs_plan_find_target(&w->plan, 301)->action, GS_ACT_SIGNAL);
+	assert_null(gs_plan_find_target(&w->plan, 300));
+	free_world(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_container_with_restart_policy),
 		cmocka_unit_test(test_kubernetes_pod_is_reported_never_acted_on),
 		cmocka_unit_test(test_a_parent_that_is_a_target_comes_before_its_children),
+		cmocka_unit_test(test_main_pid_makes_the_unit_main_rule_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
