@@ -211,3 +211,28 @@ unit_with_member() {
 	assert_eq "$(jqo '.units | length')" 0 "units stopped"
 	assert_dead "$shell"
 }
+
+@test "reclaim -g: an orphan of the unit, reaped by its manager, is signalled: the manager's MainPID says it is not the main process" {
+	# The orphan's parent is the manager, as the main process's is: only
+	# the MainPID systemd reports tells them apart. The main process holds
+	# GPU 1 (not selected) and must keep running, and so must the unit.
+	world_systemd_start
+	world_unit trainer -- bash -c '("$0" --gpu 0 --mib 1024 --ready-file "$1.orphan" &); exec "$0" --gpu 1 --mib 2048 --ready-file "$1.main"' \
+		"$GS_HOLDER" "$BATS_TEST_TMPDIR/t"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.main"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.orphan"
+	main=$UNIT_MAIN
+	orphan=$(ready_values "$BATS_TEST_TMPDIR/t.orphan" pid)
+	track "$orphan"
+	assert_eq "$(ready_values "$BATS_TEST_TMPDIR/t.main" pid)" "$main" "the main process"
+	assert_eq "$(cat "/proc/$(awk '{print $4}' "/proc/$orphan/stat")/comm")" systemd "the orphan's parent"
+
+	run --separate-stderr gs reclaim -g 0 -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$orphan" "targets"
+	assert_eq "$(target_json "$orphan" .action)" signal "the orphan is signalled, no unit stop"
+	assert_dead "$orphan"
+	assert_alive "$main"
+	assert_eq "$(unit_state trainer.service)" "active running $main" "trainer.service"
+}
