@@ -264,6 +264,36 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 	return GS_MAX(ms, other);
 }
 
+/* The cgroup of a unit or container restarter (the unit's own cgroup, the
+ * container's), once: its index in *ret, -1 when there is none to read. */
+static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, const struct gs_restarter *rs, int *ret)
+{
+	struct gs_watch_cgroup c = { 0 }, *nc;
+	size_t len = rs->kind == GS_RESTARTER_UNIT ? (size_t)o->unit_cg_start + o->unit_cg_len : strlen(o->cgroup);
+
+	*ret = -1;
+	if (!len || len >= sizeof(c.path) || o->cgroup[0] != '/')
+		return 0;
+	memcpy(c.path, o->cgroup, len);
+	c.path[len] = '\0';
+	for (size_t i = 0; i < w->n_cgroups; i++)
+		if (!strcmp(w->cgroups[i].path, c.path)) {
+			*ret = (int)i;
+			return 0;
+		}
+	/* Named as the holder re-scan names a restart by the same owner. */
+	snprintf(c.by, sizeof(c.by), "%s %.150s%s%.150s", gs_owner_kind_str(o->kind), o->name, o->unit[0] ? ": " : "",
+		 o->unit);
+	gs_strlcpy(c.stop_with, rs->stop_with, sizeof(c.stop_with));
+	nc = realloc(w->cgroups, (w->n_cgroups + 1) * sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	w->cgroups = nc;
+	nc[w->n_cgroups] = c;
+	*ret = (int)w->n_cgroups++;
+	return 0;
+}
+
 /* The supervising parents and what they started, read before the stop
  * (the targets' executables and command lines are gone after it). */
 static int build_watch(struct gs_reclaim *rc)
@@ -292,13 +322,25 @@ static int build_watch(struct gs_reclaim *rc)
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
 		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
-		struct gs_watch_ident *ni, id = { .parent = rs ? rs->pid : 0 };
+		const struct gs_holder *h = t->holder >= 0 ? &rc->s.holders[t->holder] : NULL;
+		struct gs_watch_ident *ni, id = { .parent = 0, .cgroup = -1 };
 		char path[32];
 		ssize_t n;
 		int fd, r;
 
-		if (!rs || rs->kind != GS_RESTARTER_PARENT || t->why == GS_WHY_PARENT)
+		if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT)
 			continue;
+		if (rs->kind == GS_RESTARTER_PARENT) {
+			id.parent = rs->pid;
+		} else {
+			if (!h || !h->info_ok)
+				continue;
+			r = watch_cgroup(w, &h->info.owner, rs, &id.cgroup);
+			if (r < 0)
+				return r;
+			if (id.cgroup < 0)
+				continue;
+		}
 		snprintf(path, sizeof(path), "%d/exe", (int)t->pid);
 		n = readlinkat(proc_fd, path, id.exe, sizeof(id.exe) - 1);
 		if (n < 0)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void gs_respawn_watch_free(struct gs_respawn_watch *w)
@@ -14,6 +15,7 @@ void gs_respawn_watch_free(struct gs_respawn_watch *w)
 		free(w->idents[i].cmdline);
 	free(w->idents);
 	free(w->parents);
+	free(w->cgroups);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -167,8 +169,9 @@ static bool was_target(const struct gs_plan *op, const struct gs_pidstat *st)
 }
 
 /* Does process pid run a stopped target's executable with its command
- * line, one that watched parent ppid started? */
-static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, pid_t pid, pid_t ppid)
+ * line, one that watched parent ppid started (or, ppid 0, one of watched
+ * cgroup cg)? */
+static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, pid_t pid, pid_t ppid, int cg)
 {
 	char path[32], exe[512], *cmd = NULL;
 	bool same = false;
@@ -185,13 +188,77 @@ static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, p
 	if (fd < 0)
 		return false;
 	if (gs_procinfo_read_cmdline(fd, &cmd) == 0) {
+
 		for (size_t i = 0; i < w->n_idents && !same; i++)
-			same = w->idents[i].parent == ppid && !strcmp(w->idents[i].exe, exe) &&
+			same = (ppid ? w->idents[i].parent == ppid : w->idents[i].cgroup == cg) &&
+			       !strcmp(w->idents[i].exe, exe) &&
 			       w->idents[i].cmdline && !strcmp(w->idents[i].cmdline, cmd);
 		free(cmd);
 	}
 	close(fd);
 	return same;
+}
+
+static int add_identity_respawn(struct gs_verify_result *r, const struct gs_pidstat *st, const char *by,
+				const char *stop_with, bool *ret_new)
+{
+	struct gs_respawn *nr = realloc(r->respawns, (r->n_respawns + 1) * sizeof(*nr));
+
+	if (!nr)
+		return -ENOMEM;
+	r->respawns = nr;
+	nr += r->n_respawns++;
+	memset(nr, 0, sizeof(*nr));
+	nr->pid = st->pid;
+	gs_strlcpy(nr->comm, st->comm, sizeof(nr->comm));
+	gs_strlcpy(nr->by, by, sizeof(nr->by));
+	gs_strlcpy(nr->stop_with, stop_with, sizeof(nr->stop_with));
+	nr->by_identity = true;
+	*ret_new = true;
+	return 0;
+}
+
+/* The same for a unit or container whose manager restarts what was killed
+ * in it: a new process in its cgroup (cgroup.procs of the unified
+ * hierarchy; nothing on a v1-only host) that is a stopped target again. */
+static int watch_cgroups(const struct gs_root *root, int proc_fd, const struct gs_verify_opts *o,
+			 const struct gs_ptable *pt, struct gs_verify_result *r, bool *ret_new)
+{
+	const struct gs_respawn_watch *w = o->watch;
+	const char *mnt;
+
+	if (!w || !w->n_cgroups || !root || root->sys_fd < 0)
+		return 0;
+	/* The unified hierarchy: /sys/fs/cgroup, or its unified/ directory on
+	 * hybrid hosts (where the owner's path is the v2 line's). */
+	if (faccessat(root->sys_fd, "fs/cgroup/cgroup.controllers", F_OK, 0) == 0)
+		mnt = "fs/cgroup";
+	else if (faccessat(root->sys_fd, "fs/cgroup/unified/cgroup.controllers", F_OK, 0) == 0)
+		mnt = "fs/cgroup/unified";
+	else
+		return 0;
+	for (size_t k = 0; k < w->n_cgroups; k++) {
+		char path[1200], *txt = NULL, *save = NULL, *line;
+
+		snprintf(path, sizeof(path), "%s%s/cgroup.procs", mnt, w->cgroups[k].path);
+		if (gs_read_file_at(root->sys_fd, path, 1 << 20, &txt, NULL) < 0)
+			continue; /* gone with its unit */ /* gone with its unit, or not the unified hierarchy */
+		for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			const struct gs_pidstat *st = gs_ptable_find(pt, (pid_t)strtol(line, NULL, 10));
+			int e;
+
+			if (!st || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
+			    !is_restarted_target(proc_fd, w, st->pid, 0, (int)k))
+				continue;
+			e = add_identity_respawn(r, st, w->cgroups[k].by, w->cgroups[k].stop_with, ret_new);
+			if (e < 0) {
+				free(txt);
+				return e;
+			}
+		}
+		free(txt);
+	}
+	return 0;
 }
 
 /* A restarted process imports for seconds before it opens the GPU (PyTorch):
@@ -215,23 +282,17 @@ static int watch_children(int proc_fd, const struct gs_verify_opts *o, const str
 		any_parent = true;
 		for (size_t i = 0; i < pt->n; i++) {
 			const struct gs_pidstat *st = &pt->procs[i];
-			struct gs_respawn *nr;
+
+			char by[320];
+			int e;
 
 			if (st->ppid != wp->pid || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
-			    !is_restarted_target(proc_fd, w, st->pid, wp->pid))
+			    !is_restarted_target(proc_fd, w, st->pid, wp->pid, -1))
 				continue;
-			nr = realloc(r->respawns, (r->n_respawns + 1) * sizeof(*nr));
-			if (!nr)
-				return -ENOMEM;
-			r->respawns = nr;
-			nr += r->n_respawns++;
-			memset(nr, 0, sizeof(*nr));
-			nr->pid = st->pid;
-			gs_strlcpy(nr->comm, st->comm, sizeof(nr->comm));
-			snprintf(nr->by, sizeof(nr->by), "parent %d (%s)", (int)wp->pid, wp->comm);
-			gs_strlcpy(nr->stop_with, wp->stop_with, sizeof(nr->stop_with));
-			nr->by_identity = true;
-			*ret_new = true;
+			snprintf(by, sizeof(by), "parent %d (%s)", (int)wp->pid, wp->comm);
+			e = add_identity_respawn(r, st, by, wp->stop_with, ret_new);
+			if (e < 0)
+				return e;
 		}
 	}
 	r->watched_parents_gone = !any_parent;
@@ -310,6 +371,8 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 		}
 	}
 	rc = watch_children(gs_discover_proc_fd(d), o, &pt, r, ret_new);
+	if (rc == 0)
+		rc = watch_cgroups(gs_discover_root(d), gs_discover_proc_fd(d), o, &pt, r, ret_new);
 	gs_plan_free(&np);
 	gs_ptable_free(&pt);
 	gs_snapshot_free(&s);

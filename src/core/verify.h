@@ -59,9 +59,18 @@ struct gs_watch_parent {
 	char stop_with[320];
 };
 
+/* A unit's or container's cgroup whose manager may restart a target in
+ * it (restarter.h): a new process there is looked at too. */
+struct gs_watch_cgroup {
+	char path[1024];         /* as in /proc/PID/cgroup (v2), below the cgroup mount */
+	char by[320];            /* "unit x.service", "docker container <id>" */
+	char stop_with[320];
+};
+
 /* A stopped target's identity: a new process with both is it, restarted. */
 struct gs_watch_ident {
-	pid_t parent;            /* the watched parent that started it */
+	pid_t parent;            /* the watched parent that started it, 0 for none */
+	int cgroup;              /* index into the watched cgroups, -1 for none */
 	char exe[512];           /* /proc/PID/exe */
 	char *cmdline;           /* the whole command line */
 };
@@ -71,6 +80,8 @@ struct gs_respawn_watch {
 	size_t n_parents;
 	struct gs_watch_ident *idents;
 	size_t n_idents;
+	struct gs_watch_cgroup *cgroups;
+	size_t n_cgroups;
 	/* The watch is as long as it is only for these parents: once every
 	 * one has exited nothing can restart through them, the watch ends. */
 	bool parents_only;

@@ -236,3 +236,23 @@ unit_with_member() {
 	assert_alive "$main"
 	assert_eq "$(unit_state trainer.service)" "active running $main" "trainer.service"
 }
+
+@test "reclaim --no-units: a Restart=always unit whose process takes 3 s to reopen the GPU: the restart is seen at once, not clean" {
+	# RestartSec=100ms: systemd starts it again long before it holds
+	# anything; a watch for GPU holders alone would say clean.
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --delay-open-ms 3000
+	first=$UNIT_MAIN
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+
+	run --separate-stderr gs reclaim -y --no-units --json
+	wait_for 10 eval '[ "$(sd show -p NRestarts --value trainer.service)" = 1 ]'
+	second=$(sd show -p MainPID --value trainer.service)
+	track "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.before_gpu)"] | join(";")')" "$second unit trainer.service true" respawns
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .memory_after_mib')" 0 "GPU 0 at the verdict: nothing held yet"
+	assert_dead "$first"
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+}
