@@ -27,7 +27,7 @@ _gpuslate_cmd_opts()
 	reclaim)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
-			--no-units --reason"
+			--no-units --include-parent --reason"
 		;;
 	wait)
 		echo "$_gpuslate_common --timeout --tolerance --reason"

@@ -41,6 +41,8 @@
 #define GS_JK_UNMATCHED "unmatched"
 #define GS_JK_RESPAWNS "respawns"
 #define GS_JK_BY "by"
+#define GS_JK_RESTARTER "restarter"
+#define GS_JK_STOP_WITH "stop_with"
 
 /* restore: the records of the stopped-state file and what became of each */
 #define GS_JK_RESTORE_ITEMS "items"

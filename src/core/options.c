@@ -37,6 +37,8 @@ const struct gs_option gs_options[] = {
 	  NULL, "memory above the baseline still counted clean (default 16)" },
 	{ "no-units", OPT_NO_UNITS, NULL, GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_FLAG, V(no_units), 0, NULL,
 	  "signal processes only, never stop systemd units" },
+	{ "include-parent", OPT_INCLUDE_PARENT, NULL, GS_FOR_RECLAIM, GS_FWD_IF_SET, GS_OT_FLAG, V(include_parent), 0,
+	  NULL, "also stop a target's supervising parent (a loop,\nan elastic agent) that would restart it" },
 	{ "reason", OPT_REASON, "TEXT", GS_FOR_RECLAIM | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
 	  "text for the report (e.g. a Slurm drain reason)" },
 

@@ -13,6 +13,7 @@ const char *gs_action_str(enum gs_action a)
 	case GS_ACT_SIGNAL_GROUP: return "signal-group";
 	case GS_ACT_STOP_UNIT: return "stop-unit";
 	case GS_ACT_KILL: return "kill";
+	case GS_ACT_STOP_CONTAINER: return "stop-container";
 	}
 	return "unknown";
 }
@@ -53,6 +54,7 @@ const char *gs_why_str(enum gs_why w)
 	case GS_WHY_DESCENDANT: return "descendant of a target";
 	case GS_WHY_GROUP_MEMBER: return "member of a target's process group";
 	case GS_WHY_TARGETED: return "targeted by this reclaim, still alive";
+	case GS_WHY_PARENT: return "supervising parent of a target (--include-parent)";
 	}
 	return "unknown";
 }
@@ -63,6 +65,7 @@ void gs_plan_free(struct gs_plan *p)
 	free(p->left);
 	free(p->units);
 	free(p->others);
+	free(p->restarters);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -139,7 +142,7 @@ static int add_target(struct gs_plan *p, const struct gs_snapshot *s, const stru
 	const struct gs_holder *h = holder >= 0 ? &s->holders[holder] : NULL;
 	struct gs_target t = {
 		.pid = st->pid, .starttime = st->starttime, .holder = holder,
-		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1,
+		.action = GS_ACT_SIGNAL, .why = why, .why_pid = why_pid, .unit = -1, .restarter = -1,
 		.term = h && h->info_ok ? gs_pidstatus_term_fate(&h->info.status) : GS_TERM_UNKNOWN,
 	};
 
@@ -617,7 +620,7 @@ static int untarget(struct gs_plan *p, const struct gs_snapshot *s, size_t i, en
  * the kernel or of a manager: its subject() says if the rule applies to t,
  * ends() whether it would end holder h. */
 struct collateral_rule {
-	bool (*subject)(const struct gs_holder *t, const struct gs_ptable *pt);
+	bool (*subject)(const struct gs_holder *t, const struct gs_ptable *pt, const struct gs_selection *sel);
 	bool (*ends)(const struct gs_holder *t, const struct gs_holder *h, const struct gs_ptable *pt);
 	enum gs_leave why;
 	/* The rule holds for a target whose unit is stopped too: the unit
@@ -631,7 +634,7 @@ struct collateral_rule {
  * stop is left alone (with what it took along), naming one such holder. A
  * surviving target of the plan carried out (a re-plan) stays one. */
 static int guard_collateral(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
-			    const struct collateral_rule *rule)
+			    const struct gs_selection *sel, const struct collateral_rule *rule)
 {
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
@@ -643,7 +646,7 @@ static int guard_collateral(struct gs_plan *p, const struct gs_snapshot *s, cons
 		    t->why == GS_WHY_TARGETED)
 			continue;
 		th = &s->holders[t->holder];
-		if (!th->info_ok || !rule->subject(th, pt))
+		if (!th->info_ok || !rule->subject(th, pt, sel))
 			continue;
 		for (size_t k = 0; k < s->n_holders && !victim; k++) {
 			const struct gs_holder *h = &s->holders[k];
@@ -664,9 +667,10 @@ static int guard_collateral(struct gs_plan *p, const struct gs_snapshot *s, cons
 /* Step 5: the init of a PID namespace (a container's main process without
  * an init, `unshare -p -f`) takes its whole namespace with it, whatever
  * gpuslate signals. */
-static bool is_namespace_init(const struct gs_holder *t, const struct gs_ptable *pt)
+static bool is_namespace_init(const struct gs_holder *t, const struct gs_ptable *pt, const struct gs_selection *sel)
 {
 	(void)pt;
+	(void)sel;
 	return t->info.status.nspid == 1 && t->info.pidns_ok;
 }
 
@@ -682,13 +686,18 @@ static bool namespace_end_ends(const struct gs_holder *init, const struct gs_hol
  * orphan the manager reaped as subreaper, which is taken as main too, the
  * safe way. A process forked inside the unit, or moved into it, has another
  * parent. */
-static bool may_be_unit_main(const struct gs_holder *t, const struct gs_ptable *pt)
+static bool may_be_unit_main(const struct gs_holder *t, const struct gs_ptable *pt, const struct gs_selection *sel)
 {
 	const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
 	const struct gs_pidstat *parent = st ? gs_ptable_find(pt, st->ppid) : NULL;
+	pid_t main_pid;
 
 	if (!t->info.owner.unit_cg_len)
 		return false; /* not in a unit */
+	/* The manager's word, where it has one for the unit of this cgroup:
+	 * exact. Otherwise the guess below, the safe way. */
+	if (sel->unit_main_pid && sel->unit_main_pid(sel->unit_main_pid_ud, &t->info.owner, &main_pid) == 0)
+		return main_pid == t->pid;
 	return !st || st->ppid <= 1 || (parent && !strcmp(parent->comm, "systemd"));
 }
 
@@ -787,9 +796,9 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	while (r == 0) {
 		r = take_process_groups(p, s, pt, sel, self);
 		if (r == 0)
-			r = guard_collateral(p, s, pt, &namespace_init_rule);
+			r = guard_collateral(p, s, pt, sel, &namespace_init_rule);
 		if (r == 0)
-			r = guard_collateral(p, s, pt, &unit_main_rule);
+			r = guard_collateral(p, s, pt, sel, &unit_main_rule);
 		if (r == 0 && !drop_uncontained_unit_stops(p, s))
 			break;
 	}

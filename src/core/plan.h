@@ -13,6 +13,7 @@
 #include "core/filters.h"
 #include "core/snapshot.h"
 #include "proc/ptable.h"
+#include "core/restarter.h"
 
 enum gs_action {
 	GS_ACT_SIGNAL,       /* the signal ladder on this process */
@@ -21,6 +22,9 @@ enum gs_action {
 	/* SIGKILL at once, no grace: the kernel would drop its SIGTERM
 	 * (term says why). The stop stage decides again on a fresh reading. */
 	GS_ACT_KILL,
+	/* docker/podman stop <id>: a container with a restart policy, stopped
+	 * the runtime's own way (plan units[unit], runtime set). */
+	GS_ACT_STOP_CONTAINER,
 };
 
 enum gs_why {
@@ -28,6 +32,7 @@ enum gs_why {
 	GS_WHY_DESCENDANT,   /* descendant of a target, holds a selected GPU */
 	GS_WHY_GROUP_MEMBER, /* member of a target's process group */
 	GS_WHY_TARGETED,     /* a target of the plan being carried out, still alive (a re-plan during the wait) */
+	GS_WHY_PARENT,       /* supervising parent of a target (--include-parent; restarter.h) */
 };
 
 struct gs_target {
@@ -37,7 +42,8 @@ struct gs_target {
 	enum gs_action action;
 	enum gs_why why;
 	pid_t why_pid;       /* the target it descends from / the group leader */
-	int unit;            /* index into plan units for GS_ACT_STOP_UNIT, else -1 */
+	int unit;            /* index into plan units for GS_ACT_STOP_UNIT/CONTAINER, else -1 */
+	int restarter;       /* index into plan restarters, -1 when none is known */
 	/* What a SIGTERM would do, from the dispositions read at discovery
 	 * (unknown for targets that hold no GPU: group members). */
 	enum gs_term_fate term;
@@ -51,6 +57,9 @@ struct gs_unit_stop {
 	 * the stop stage stops the unit only when the manager's unit of that
 	 * name is the one these processes are in. */
 	char cgroup[1024];
+	/* "docker" or "podman": a container stopped through its runtime
+	 * (unit is then its full id, cgroup its cgroup); "" for a unit. */
+	char runtime[16];
 };
 
 enum gs_leave {
@@ -98,6 +107,12 @@ struct gs_selection {
 	 * they would be now (a descendant whose ancestor is gone has lost the
 	 * association that made it one, and its memory is still to be freed). */
 	const struct gs_plan *targeted;
+	/* The MainPID its manager reports for the unit of this owner's cgroup
+	 * (0 with *ret, or -errno: unknown). Makes the unit-main rule exact;
+	 * NULL or unknown: a child of the manager is taken as main, the safe
+	 * way. */
+	int (*unit_main_pid)(void *ud, const struct gs_owner *o, pid_t *ret);
+	void *unit_main_pid_ud;
 };
 
 /* Memory a process left alone holds on a selected GPU (NVML's figure). */
@@ -126,6 +141,10 @@ struct gs_plan {
 	struct gs_plan_other *others;
 	size_t n_others;
 	uint64_t tolerance;         /* bytes of the baseline that are --tolerance */
+	/* What would bring targets back (restarter.h); filled by
+	 * gs_restarters_plan after the plan is built. */
+	struct gs_restarter *restarters;
+	size_t n_restarters;
 };
 
 /* Build the plan. Returns 0, or -EINVAL with a one-line reason in err (bad

@@ -216,33 +216,266 @@ void gs_last_reclaim_record(const struct gs_reclaim_report *rep)
  * parent that lives on and is neither a target, init, nor one of our own
  * ancestors (such as the shell that started both). Every target whose stop
  * did not go through its manager (signalled, or its unit stop failed or was
- * refused) gets the watch after the GPUs look clean. */
+ * refused) gets the watch after the GPUs look clean: 1 s for a live parent
+ * or owner we know nothing more of; at least 2 s for a supervising parent
+ * (a restarted PyTorch process imports for seconds: the parent's new child
+ * is recognised by executable and command line before it opens the GPU);
+ * a unit's RestartUSec plus a margin. */
+#define GS_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GS_RESPAWN_WATCH_MS 1000
+#define GS_RESPAWN_WATCH_PARENT_MS 2500
+#define GS_RESPAWN_WATCH_MARGIN_MS 1000
+/* 2.5 s: a supervisor that sleeps 1.5 s before restarting (as some do
+ * after a failure) is still seen with a second to spare on a loaded host. */
 static bool owner_may_restart(enum gs_owner_kind k)
 {
 	return k == GS_OWNER_UNIT || k == GS_OWNER_USER_UNIT || gs_owner_kind_is_container(k);
 }
 
-static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_result *stop, const struct gs_snapshot *s,
-			      const struct gs_ptable *pt, pid_t self)
+static bool stopped_through_manager(const struct gs_target *t, const struct gs_stop_result *stop)
 {
+	return (t->action == GS_ACT_STOP_UNIT || t->action == GS_ACT_STOP_CONTAINER) && stop && t->unit >= 0 &&
+	       (size_t)t->unit < stop->n_units && stop->units[t->unit].stopped;
+}
+
+static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_result *stop, const struct gs_snapshot *s,
+			      const struct gs_ptable *pt, pid_t self, bool *ret_parents_only)
+{
+	uint64_t ms = 0, other = 0;
+
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
 		const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
 		const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
 		pid_t pp = st ? st->ppid : 0;
 
-		if (t->action == GS_ACT_STOP_UNIT && stop && t->unit >= 0 && (size_t)t->unit < stop->n_units &&
-		    stop->units[t->unit].stopped)
-			continue; /* systemd does not restart what it stopped */
-		if (h && h->info_ok && owner_may_restart(h->info.owner.kind))
-			return GS_RESPAWN_WATCH_MS;
+		if (stopped_through_manager(t, stop))
+			continue; /* systemd and the runtimes do not restart what they stopped */
+		if (rs && rs->kind == GS_RESTARTER_PARENT) {
+			ms = GS_MAX(ms, GS_RESPAWN_WATCH_PARENT_MS);
+			continue;
+		}
+		if (rs && rs->kind == GS_RESTARTER_UNIT) {
+			uint64_t u = rs->restart_ms > 600000 ? 600000 : rs->restart_ms;
+
+			other = GS_MAX(other, GS_MAX(GS_RESPAWN_WATCH_PARENT_MS, u + GS_RESPAWN_WATCH_MARGIN_MS));
+			continue;
+		}
+		if (rs && rs->kind == GS_RESTARTER_CONTAINER) {
+			other = GS_MAX(other, GS_RESPAWN_WATCH_PARENT_MS);
+			continue;
+		}
+		if (h && h->info_ok && owner_may_restart(h->info.owner.kind)) {
+			other = GS_MAX(other, GS_RESPAWN_WATCH_MS);
+			continue;
+		}
 		if (pp <= 1 || gs_plan_find_target(p, pp) || gs_ptable_is_ancestor(pt, pp, self))
 			continue;
 		if (gs_ptable_find(pt, pp))
-			return GS_RESPAWN_WATCH_MS;
+			other = GS_MAX(other, GS_RESPAWN_WATCH_MS);
+	}
+	*ret_parents_only = ms > 0 && other == 0;
+	return GS_MAX(ms, other);
+}
+
+/* The cgroup of a unit or container restarter (the unit's own cgroup, the
+ * container's), once: its index in *ret, -1 when there is none to read. */
+static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, const struct gs_restarter *rs, int *ret)
+{
+	struct gs_watch_cgroup c = { 0 }, *nc;
+	size_t len = rs->kind == GS_RESTARTER_UNIT ? (size_t)o->unit_cg_start + o->unit_cg_len : strlen(o->cgroup);
+
+	*ret = -1;
+	if (!len || len >= sizeof(c.path) || o->cgroup[0] != '/')
+		return 0;
+	memcpy(c.path, o->cgroup, len);
+	c.path[len] = '\0';
+	for (size_t i = 0; i < w->n_cgroups; i++)
+		if (!strcmp(w->cgroups[i].path, c.path)) {
+			*ret = (int)i;
+			return 0;
+		}
+	/* Named as the holder re-scan names a restart by the same owner. */
+	snprintf(c.by, sizeof(c.by), "%s %.150s%s%.150s", gs_owner_kind_str(o->kind), o->name, o->unit[0] ? ": " : "",
+		 o->unit);
+	gs_strlcpy(c.stop_with, rs->stop_with, sizeof(c.stop_with));
+	nc = realloc(w->cgroups, (w->n_cgroups + 1) * sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	w->cgroups = nc;
+	nc[w->n_cgroups] = c;
+	*ret = (int)w->n_cgroups++;
+	return 0;
+}
+
+/* The supervising parents and what they started, read before the stop
+ * (the targets' executables and command lines are gone after it). */
+static int build_watch(struct gs_reclaim *rc)
+{
+	const struct gs_plan *p = &rc->plan;
+	struct gs_respawn_watch *w = &rc->watch;
+	int proc_fd = gs_discover_proc_fd(&rc->d);
+
+	for (size_t i = 0; i < p->n_restarters; i++) {
+		const struct gs_restarter *rs = &p->restarters[i];
+		struct gs_watch_parent *np;
+
+		if (rs->kind != GS_RESTARTER_PARENT)
+			continue;
+		np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		w->parents = np;
+		np += w->n_parents++;
+		memset(np, 0, sizeof(*np));
+		np->pid = rs->pid;
+		np->starttime = rs->starttime;
+		gs_strlcpy(np->comm, rs->name, sizeof(np->comm));
+		gs_strlcpy(np->stop_with, rs->stop_with, sizeof(np->stop_with));
+	}
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
+		const struct gs_holder *h = t->holder >= 0 ? &rc->s.holders[t->holder] : NULL;
+		struct gs_watch_ident *ni, id = { .parent = 0, .cgroup = -1 };
+		char path[32];
+		ssize_t n;
+		int fd, r;
+
+		if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT)
+			continue;
+		if (rs->kind == GS_RESTARTER_PARENT) {
+			id.parent = rs->pid;
+		} else {
+			if (!h || !h->info_ok)
+				continue;
+			r = watch_cgroup(w, &h->info.owner, rs, &id.cgroup);
+			if (r < 0)
+				return r;
+			if (id.cgroup < 0)
+				continue;
+		}
+		snprintf(path, sizeof(path), "%d/exe", (int)t->pid);
+		n = readlinkat(proc_fd, path, id.exe, sizeof(id.exe) - 1);
+		if (n < 0)
+			continue; /* gone already, or unreadable: the holder re-scan still sees it */
+		id.exe[n] = '\0';
+		snprintf(path, sizeof(path), "%d", (int)t->pid);
+		fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		r = gs_procinfo_read_cmdline(fd, &id.cmdline);
+		close(fd);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			continue;
+		ni = realloc(w->idents, (w->n_idents + 1) * sizeof(*ni));
+		if (!ni) {
+			free(id.cmdline);
+			return -ENOMEM;
+		}
+		w->idents = ni;
+		ni[w->n_idents++] = id;
 	}
 	return 0;
+}
+
+/* What went through its manager, for the state file of `restore`. */
+static int record_managed(struct gs_reclaim *rc)
+{
+	const struct gs_plan *p = &rc->plan;
+
+	for (size_t u = 0; u < p->n_units && u < rc->stop.n_units; u++) {
+		struct gs_managed_stop *m;
+
+		if (!rc->stop.units[u].stopped)
+			continue;
+		m = realloc(rc->managed, (rc->n_managed + 1) * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		rc->managed = m;
+		m += rc->n_managed++;
+		memset(m, 0, sizeof(*m));
+		m->kind = p->units[u].runtime[0] ? "container" : "unit";
+		gs_strlcpy(m->name, p->units[u].unit, sizeof(m->name));
+		gs_strlcpy(m->container, p->units[u].container, sizeof(m->container));
+		gs_strlcpy(m->runtime, p->units[u].runtime, sizeof(m->runtime));
+	}
+	return 0;
+}
+
+/* systemctl show, once per unit and run (the plan's unit-main rule and
+ * the restarters ask about the same units). */
+static int unit_props_cached(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+{
+	struct gs_reclaim *rc = ud;
+	struct gs_unit_answer *a;
+
+	for (size_t i = 0; i < rc->n_unit_answers; i++) {
+		a = &rc->unit_answers[i];
+		if (!strcmp(a->unit, unit) && !strcmp(a->container, container)) {
+			*ret = a->props;
+			return a->r;
+		}
+	}
+	if (rc->n_unit_answers == GS_ARRAY_SIZE(rc->unit_answers))
+		return gs_restarter_query_unit(&rc->query, unit, container, ret);
+	a = &rc->unit_answers[rc->n_unit_answers++];
+	gs_strlcpy(a->unit, unit, sizeof(a->unit));
+	gs_strlcpy(a->container, container, sizeof(a->container));
+	a->r = gs_restarter_query_unit(&rc->query, unit, container, &a->props);
+	*ret = a->props;
+	return a->r;
+}
+
+/* The plan's unit-main rule made exact: the MainPID the manager reports
+ * for the unit of this cgroup (never a unit below a delegation boundary,
+ * whose manager is another). */
+static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
+{
+	const char *unit = o->kind == GS_OWNER_LXC ? o->unit : o->name;
+	const char *ct = o->kind == GS_OWNER_LXC ? o->name : "";
+	struct gs_unit_props up;
+	char cg[1024];
+	int r;
+
+	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC) || o->delegated || !gs_endswith(unit, ".service") ||
+	    gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
+		return -ENOENT;
+	if (o->kind == GS_OWNER_LXC && !((struct gs_reclaim *)ud)->sel.have_pct &&
+	    !((struct gs_reclaim *)ud)->sel.have_lxc_attach)
+		return -ENOENT;
+	r = unit_props_cached(ud, unit, ct, &up);
+	if (r < 0)
+		return r;
+	if (strcmp(up.control_group, cg) || up.main_pid <= 0)
+		return -ENOENT;
+	*ret = up.main_pid;
+	return 0;
+}
+
+/* Find what would restart each target (restarter.h), asking systemctl and
+ * the container runtimes with deadlines. */
+static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
+{
+	struct gs_restarter_env env = {
+		.self = rc->d.self,
+		.include_parent = req->include_parent,
+		.unit_props = unit_props_cached,
+		.unit_ud = rc,
+		.container_policy = gs_restarter_query_container,
+		.read_cmdline = gs_restarter_read_cmdline,
+		.read_stdin = gs_restarter_read_stdin,
+		.read_cgroup = gs_restarter_read_cgroup,
+		.is_pidns_init = gs_discover_is_pidns_init,
+		.pidns_ud = &rc->d,
+		.ud = &rc->query,
+	};
+
+	env.no_units = req->no_units;
+	return gs_restarters_plan(&rc->plan, &rc->s, &rc->pt, &env);
 }
 
 /* "--unit x.service matches no process", or the filters together. */
@@ -368,15 +601,25 @@ static void record_stopped(struct gs_reclaim *rc)
 
 		if (!ur->stopped)
 			continue;
-		gs_strlcpy(rec.runtime, "systemd", sizeof(rec.runtime));
-		gs_strlcpy(rec.name, us->unit, sizeof(rec.name));
-		gs_strlcpy(rec.container, us->container, sizeof(rec.container));
-		gs_strlcpy(rec.state_before, ur->state_before, sizeof(rec.state_before));
-		gs_strlcpy(rec.enabled_before, ur->enabled_before, sizeof(rec.enabled_before));
+		if (us->runtime[0]) {
+			/* A docker/podman container stopped through its runtime,
+			 * only while it was running (stop.c asked): its id. */
+			rec.kind = GS_STOPPED_CONTAINER;
+			gs_strlcpy(rec.runtime, us->runtime, sizeof(rec.runtime));
+			gs_strlcpy(rec.id, us->unit, sizeof(rec.id));
+			gs_strlcpy(rec.state_before, "running", sizeof(rec.state_before));
+		} else {
+			gs_strlcpy(rec.runtime, "systemd", sizeof(rec.runtime));
+			gs_strlcpy(rec.name, us->unit, sizeof(rec.name));
+			gs_strlcpy(rec.container, us->container, sizeof(rec.container));
+			gs_strlcpy(rec.state_before, ur->state_before, sizeof(rec.state_before));
+			gs_strlcpy(rec.enabled_before, ur->enabled_before, sizeof(rec.enabled_before));
+		}
 		/* Escaped: the file holds one-line printable text only. */
 		if (rc->req->reason)
 			gs_safe(rc->req->reason, rec.reason, sizeof(rec.reason));
-		if (!gs_stopped_name_ok(rec.name, sizeof(rec.name)) ||
+		if ((rec.kind == GS_STOPPED_CONTAINER && !gs_stopped_name_ok(rec.id, sizeof(rec.id))) ||
+		    (rec.kind == GS_STOPPED_UNIT && !gs_stopped_name_ok(rec.name, sizeof(rec.name))) ||
 		    (rec.container[0] && !gs_stopped_name_ok(rec.container, sizeof(rec.container)))) {
 			note(rc, "not recorded for 'gpuslate restore': unit name '%s' is not one restore would start",
 			     us->unit);
@@ -411,6 +654,12 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 	if (r < 0)
 		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "verification failed: %s", strerror(-r));
 	if (acting && rc->plan.n_targets) {
+		/* Before the stop: the targets' identities go with them. */
+		r = build_watch(rc);
+		if (r < 0)
+			return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory: nothing was stopped");
+	}
+	if (acting && rc->plan.n_targets) {
 		struct gs_stop_opts so = {
 			.tick = stop_tick,
 			.tick_ud = &tc,
@@ -434,7 +683,15 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 	}
 	/* Decided after the stop: a unit whose stop failed had its processes
 	 * signalled, and its manager may restart them. */
-	vo.respawn_watch_ms = acting ? respawn_watch(&rc->plan, rc->rep.stop, &rc->s, &rc->pt, rc->d.self) : 0;
+	if (acting) {
+		bool parents_only = false;
+
+		vo.respawn_watch_ms = respawn_watch(&rc->plan, rc->rep.stop, &rc->s, &rc->pt, rc->d.self, &parents_only);
+		rc->watch.parents_only = parents_only;
+		vo.watch = &rc->watch;
+		if (rc->rep.stop && record_managed(rc) < 0)
+			return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory after stopping: the GPUs are not verified");
+	}
 	if (rc->hooks->progress) {
 		vo.progress = progress;
 		vo.progress_ud = rc;
@@ -497,12 +754,27 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	gs_request_selection(req, &rc->sel);
 	rc->sel.is_pidns_init = gs_discover_is_pidns_init;
 	rc->sel.is_pidns_init_ud = &rc->d;
+	rc->query = (struct gs_restarter_query){
+		.have_pct = rc->sel.have_pct,
+		.timeout_ms = req->timeout_ms < 10000 ? req->timeout_ms : 10000,
+		.interrupted = &interrupted,
+		.proc_fd = gs_discover_proc_fd(&rc->d),
+	};
+	if (!wait_mode) {
+		rc->sel.unit_main_pid = unit_main_pid;
+		rc->sel.unit_main_pid_ud = rc;
+	}
 	if (gs_filters_any(&rc->sel.filters) && apply_filters(rc) == 0)
 		return 0;
 	r = gs_plan_build(&rc->s, &rc->pt, &rc->sel, rc->d.self, &rc->d.self_owner, &rc->plan, err, sizeof(err));
 	if (r < 0)
 		return fail(rc, gs_exit_of_error(r, GS_EXIT_USAGE), "%s", err);
 	rc->stage = STAGE_PLAN;
+	if (!wait_mode && rc->plan.n_targets) {
+		r = find_restarters(rc, req);
+		if (r < 0) /* only -ENOMEM: nothing was done yet */
+			return fail(rc, gs_exit_of_error(r, GS_EXIT_NOT_CLEAN), "out of memory finding what restarts the targets");
+	}
 	rc->rep.before = &rc->s;
 	rc->rep.plan = &rc->plan;
 	rc->rep.dry_run = req->dry_run;
@@ -554,6 +826,10 @@ int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *
 void gs_reclaim_free(struct gs_reclaim *rc)
 {
 	gs_verify_result_free(&rc->vr);
+	gs_respawn_watch_free(&rc->watch);
+	free(rc->managed);
+	rc->managed = NULL;
+	rc->n_managed = 0;
 	gs_stop_result_free(&rc->stop);
 	if (rc->stage >= STAGE_PLAN)
 		gs_plan_free(&rc->plan);

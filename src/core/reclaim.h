@@ -66,6 +66,24 @@ struct gs_reclaim_hooks {
 	void (*progress_end)(void *ud);
 };
 
+/* A unit or container gpuslate stopped through its manager, for a record
+ * that `restore` can start again: kind "unit" (name, CT id in container
+ * when inside an LXC/Proxmox CT) or "container" (name is its id, runtime
+ * "docker" or "podman"). */
+struct gs_managed_stop {
+	const char *kind;
+	char name[256];
+	char container[256];
+	char runtime[16];
+};
+
+/* A unit's properties as its manager answered, asked once per run. */
+struct gs_unit_answer {
+	char unit[256], container[256];
+	int r;
+	struct gs_unit_props props;
+};
+
 /* One run: the report and everything it points to. */
 struct gs_reclaim {
 	struct gs_reclaim_report rep;
@@ -84,6 +102,13 @@ struct gs_reclaim {
 	struct gs_selection sel;
 	struct gs_stop_result stop;
 	struct gs_verify_result vr;
+	struct gs_respawn_watch watch;
+	struct gs_restarter_query query;   /* how systemctl and the runtimes are asked */
+	struct gs_unit_answer unit_answers[16];
+	size_t n_unit_answers;
+	/* What was stopped through its manager (after the stop stage). */
+	struct gs_managed_stop *managed;
+	size_t n_managed;
 	struct gs_filters_host host;
 	char unmatched[16][320];
 	const char *resolved[GS_MAX_MULTI];

@@ -41,6 +41,7 @@ struct gs_request {
 
 	/* acting */
 	bool yes, dry_run, no_units;
+	bool include_parent;      /* also stop supervising parents (restarter.h) */
 	uint64_t grace_ms, timeout_ms;
 	uint64_t tolerance_mib;
 	const char *reason;

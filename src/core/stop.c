@@ -1,4 +1,5 @@
 #include "core/stop.h"
+#include "core/restarter.h"
 #include "proc/pidref.h"
 #include "util/audit.h"
 #include "util/fdlimit.h"
@@ -339,6 +340,114 @@ static void unit_out_of_time(const struct gs_stop_opts *o, struct gs_unit_result
 		 o->units_budget_ms / 1000.0);
 }
 
+/* Run argv within the unit deadline; fills ur's exit code and error. */
+static void run_stop_command(const char *const *argv, const struct gs_stop_opts *o, uint64_t timeout_ms,
+			     struct gs_unit_result *ur)
+{
+	struct gs_run_result rr;
+	int r;
+
+	argv_text(argv, ur->command, sizeof(ur->command));
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	if (r < 0) {
+		ur->exit_code = -1;
+		snprintf(ur->error, sizeof(ur->error), "cannot run %s: %s", argv[0], strerror(-r));
+		return;
+	}
+	ur->exit_code = rr.timed_out || rr.interrupted ? -1 : rr.exit_code;
+	ur->timed_out = rr.timed_out;
+	if (rr.interrupted)
+		snprintf(ur->error, sizeof(ur->error), "interrupted");
+	else if (rr.timed_out)
+		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms",
+			 (unsigned long long)timeout_ms);
+	else if (rr.exit_code != 0 && rr.err) {
+		char *nl = strchr(rr.err, '\n');
+
+		if (nl)
+			*nl = '\0';
+		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
+	}
+	ur->stopped = ur->exit_code == 0;
+	gs_run_result_free(&rr);
+}
+
+/* A container with a restart policy, stopped the runtime's own way, only
+ * while the runtime's container of that id is running: ids are unique, so
+ * the same id is the same container (the care a unit gets through its
+ * ControlGroup). If the runtime cannot be asked or the stop fails, the
+ * ladder signals its processes and the respawn watch judges. */
+static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
+			   struct gs_unit_result *ur)
+{
+	const char *argv[48];
+	char buf[1024], grace[32];
+	size_t n;
+	struct gs_run_result rr;
+	uint64_t t0 = gs_now_ms();
+	uint64_t timeout_ms;
+	bool capped;
+	int r;
+
+	ur->exit_code = -1;
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
+		return;
+	}
+	if (gs_runtime_argv(u->runtime, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv) - 6, &n) < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: no usable %s command; its processes are signalled",
+			 u->runtime);
+		return;
+	}
+	argv[n] = "inspect";
+	argv[n + 1] = "-f";
+	argv[n + 2] = "{{.Id}} {{.State.Running}}";
+	argv[n + 3] = u->unit;
+	argv[n + 4] = NULL;
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	if (r < 0 || rr.timed_out || rr.interrupted || rr.exit_code != 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: %s inspect %s", u->runtime,
+			 r < 0 ? strerror(-r) : rr.timed_out ? "timed out" : rr.interrupted ? "was interrupted" : "failed");
+		if (r == 0)
+			gs_run_result_free(&rr);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	{
+		char want[300];
+
+		snprintf(want, sizeof(want), "%s true", u->unit);
+		if (strcmp(rr.out ? gs_strstrip(rr.out) : "", want)) {
+			snprintf(ur->error, sizeof(ur->error), "not stopped: %s's container %.80s is not running as %.80s",
+				 u->runtime, u->unit, want);
+			gs_run_result_free(&rr);
+			ur->took_ms = gs_now_ms() - t0;
+			return;
+		}
+		gs_run_result_free(&rr);
+	}
+	/* The runtime's own grace (SIGTERM, then SIGKILL) is gpuslate's. */
+	snprintf(grace, sizeof(grace), "%llu", (unsigned long long)((o->grace_ms + 999) / 1000));
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	argv[n] = "stop";
+	argv[n + 1] = "-t";
+	argv[n + 2] = grace;
+	argv[n + 3] = u->unit;
+	argv[n + 4] = NULL;
+	run_stop_command(argv, o, timeout_ms, ur);
+	if (ur->timed_out && capped)
+		ur->out_of_time = true;
+	ur->took_ms = gs_now_ms() - t0;
+	gs_audit_container(u->runtime, u->unit, ur->exit_code);
+}
+
+
 static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
 		      struct gs_unit_result *ur)
 {
@@ -491,7 +600,10 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			any |= active[i] && p->targets[i].unit == (int)u;
 		if (!any)
 			continue;
-		stop_unit(&p->units[u], o, units_end, &r->units[u]);
+		if (p->units[u].runtime[0])
+			stop_container(&p->units[u], o, units_end, &r->units[u]);
+		else
+			stop_unit(&p->units[u], o, units_end, &r->units[u]);
 		for (size_t i = 0; i < n && r->units[u].stopped; i++)
 			if (active[i] && p->targets[i].unit == (int)u && gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				r->procs[i].outcome = GS_OUT_STOPPED_WITH_UNIT;
@@ -576,7 +688,8 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			if (gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				pr->outcome = pr->sent & GS_SENT_KILL ? GS_OUT_KILLED
 					      : pr->sent & GS_SENT_TERM ? GS_OUT_EXITED_TERM
-					      : p->targets[i].action == GS_ACT_STOP_UNIT &&
+					      : (p->targets[i].action == GS_ACT_STOP_UNIT ||
+						 p->targets[i].action == GS_ACT_STOP_CONTAINER) &&
 							r->units[p->targets[i].unit].stopped ? GS_OUT_STOPPED_WITH_UNIT
 					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);

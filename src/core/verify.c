@@ -2,9 +2,22 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+void gs_respawn_watch_free(struct gs_respawn_watch *w)
+{
+	for (size_t i = 0; i < w->n_idents; i++)
+		free(w->idents[i].cmdline);
+	free(w->idents);
+	free(w->parents);
+	free(w->cgroups);
+	memset(w, 0, sizeof(*w));
+}
 
 void gs_verify_result_free(struct gs_verify_result *r)
 {
@@ -60,11 +73,16 @@ static void describe_respawn(int proc_fd, const struct gs_verify_opts *o, const 
 		    !strcmp(oh->info.owner.unit, ow->unit)) {
 			snprintf(rs->by, sizeof(rs->by), "%s %.150s%s%.150s", gs_owner_kind_str(ow->kind), ow->name,
 				 ow->unit[0] ? ": " : "", ow->unit);
+			if (t->restarter >= 0 && op->restarters[t->restarter].kind != GS_RESTARTER_PARENT)
+				gs_strlcpy(rs->stop_with, op->restarters[t->restarter].stop_with, sizeof(rs->stop_with));
 			return;
 		}
 		if (oh && oh->info_ok && oh->info.st.ppid == h->info.st.ppid && h->info.st.ppid > 1) {
 			parent_comm(proc_fd, b, h->info.st.ppid, pc, sizeof(pc));
 			snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid, pc);
+			if (t->restarter >= 0 && op->restarters[t->restarter].kind == GS_RESTARTER_PARENT &&
+			    op->restarters[t->restarter].pid == h->info.st.ppid)
+				gs_strlcpy(rs->stop_with, op->restarters[t->restarter].stop_with, sizeof(rs->stop_with));
 			return;
 		}
 	}
@@ -135,6 +153,152 @@ static void follow_baseline(struct gs_gpu_verdict *v, const struct gs_snapshot *
 	mark_released(v, now->gpus[k].mem_used, t0_ns);
 }
 
+static bool respawn_listed(const struct gs_verify_result *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->n_respawns; i++)
+		if (r->respawns[i].pid == pid)
+			return true;
+	return false;
+}
+
+static bool was_target(const struct gs_plan *op, const struct gs_pidstat *st)
+{
+	const struct gs_target *t = op ? gs_plan_find_target(op, st->pid) : NULL;
+
+	return t && t->starttime == st->starttime;
+}
+
+/* Does process pid run a stopped target's executable with its command
+ * line, one that watched parent ppid started (or, ppid 0, one of watched
+ * cgroup cg)? */
+static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, pid_t pid, pid_t ppid, int cg)
+{
+	char path[32], exe[512], *cmd = NULL;
+	bool same = false;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/exe", (int)pid);
+	n = readlinkat(proc_fd, path, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return false;
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (gs_procinfo_read_cmdline(fd, &cmd) == 0) {
+
+		for (size_t i = 0; i < w->n_idents && !same; i++)
+			same = (ppid ? w->idents[i].parent == ppid : w->idents[i].cgroup == cg) &&
+			       !strcmp(w->idents[i].exe, exe) &&
+			       w->idents[i].cmdline && !strcmp(w->idents[i].cmdline, cmd);
+		free(cmd);
+	}
+	close(fd);
+	return same;
+}
+
+static int add_identity_respawn(struct gs_verify_result *r, const struct gs_pidstat *st, const char *by,
+				const char *stop_with, bool *ret_new)
+{
+	struct gs_respawn *nr = realloc(r->respawns, (r->n_respawns + 1) * sizeof(*nr));
+
+	if (!nr)
+		return -ENOMEM;
+	r->respawns = nr;
+	nr += r->n_respawns++;
+	memset(nr, 0, sizeof(*nr));
+	nr->pid = st->pid;
+	gs_strlcpy(nr->comm, st->comm, sizeof(nr->comm));
+	gs_strlcpy(nr->by, by, sizeof(nr->by));
+	gs_strlcpy(nr->stop_with, stop_with, sizeof(nr->stop_with));
+	nr->by_identity = true;
+	*ret_new = true;
+	return 0;
+}
+
+/* The same for a unit or container whose manager restarts what was killed
+ * in it: a new process in its cgroup (cgroup.procs of the unified
+ * hierarchy; nothing on a v1-only host) that is a stopped target again. */
+static int watch_cgroups(const struct gs_root *root, int proc_fd, const struct gs_verify_opts *o,
+			 const struct gs_ptable *pt, struct gs_verify_result *r, bool *ret_new)
+{
+	const struct gs_respawn_watch *w = o->watch;
+	const char *mnt;
+
+	if (!w || !w->n_cgroups || !root || root->sys_fd < 0)
+		return 0;
+	/* The unified hierarchy: /sys/fs/cgroup, or its unified/ directory on
+	 * hybrid hosts (where the owner's path is the v2 line's). */
+	if (faccessat(root->sys_fd, "fs/cgroup/cgroup.controllers", F_OK, 0) == 0)
+		mnt = "fs/cgroup";
+	else if (faccessat(root->sys_fd, "fs/cgroup/unified/cgroup.controllers", F_OK, 0) == 0)
+		mnt = "fs/cgroup/unified";
+	else
+		return 0;
+	for (size_t k = 0; k < w->n_cgroups; k++) {
+		char path[1200], *txt = NULL, *save = NULL, *line;
+
+		snprintf(path, sizeof(path), "%s%s/cgroup.procs", mnt, w->cgroups[k].path);
+		if (gs_read_file_at(root->sys_fd, path, 1 << 20, &txt, NULL) < 0)
+			continue; /* gone with its unit */ /* gone with its unit, or not the unified hierarchy */
+		for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			const struct gs_pidstat *st = gs_ptable_find(pt, (pid_t)strtol(line, NULL, 10));
+			int e;
+
+			if (!st || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
+			    !is_restarted_target(proc_fd, w, st->pid, 0, (int)k))
+				continue;
+			e = add_identity_respawn(r, st, w->cgroups[k].by, w->cgroups[k].stop_with, ret_new);
+			if (e < 0) {
+				free(txt);
+				return e;
+			}
+		}
+		free(txt);
+	}
+	return 0;
+}
+
+/* A restarted process imports for seconds before it opens the GPU (PyTorch):
+ * a new child of a watched parent that is a stopped target again is a
+ * respawn at once, before it holds anything. Also notes whether every
+ * watched parent is gone. */
+static int watch_children(int proc_fd, const struct gs_verify_opts *o, const struct gs_ptable *pt,
+			  struct gs_verify_result *r, bool *ret_new)
+{
+	const struct gs_respawn_watch *w = o->watch;
+	bool any_parent = false;
+
+	if (!w || !w->n_parents)
+		return 0;
+	for (size_t k = 0; k < w->n_parents; k++) {
+		const struct gs_watch_parent *wp = &w->parents[k];
+		const struct gs_pidstat *pst = gs_ptable_find(pt, wp->pid);
+
+		if (!pst || pst->starttime != wp->starttime || pst->state == 'Z')
+			continue;
+		any_parent = true;
+		for (size_t i = 0; i < pt->n; i++) {
+			const struct gs_pidstat *st = &pt->procs[i];
+
+			char by[320];
+			int e;
+
+			if (st->ppid != wp->pid || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
+			    !is_restarted_target(proc_fd, w, st->pid, wp->pid, -1))
+				continue;
+			snprintf(by, sizeof(by), "parent %d (%s)", (int)wp->pid, wp->comm);
+			e = add_identity_respawn(r, st, by, wp->stop_with, ret_new);
+			if (e < 0)
+				return e;
+		}
+	}
+	r->watched_parents_gone = !any_parent;
+	return 0;
+}
+
 /* Re-discover and re-plan with the same selection: whatever the selection
  * would still target is what keeps the GPUs from being clean. */
 static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r,
@@ -161,6 +325,9 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 	 * excuse it because the association that made it one is gone. */
 	sel = *o->sel;
 	sel.targeted = o->old_plan;
+	/* No systemctl on the re-scan's beat: its targets stay targets, and
+	 * a new holder gets the cautious unit-main rule. */
+	sel.unit_main_pid = NULL;
 	rc = gs_plan_build(&s, &pt, &sel, d->self, &d->self_owner, &np, err, sizeof(err));
 	if (rc < 0) {
 		gs_ptable_free(&pt);
@@ -191,7 +358,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 		}
 		if (was_known(o->before, h)) {
 			*ret_old_left = true;
-		} else if (h->info_ok) {
+		} else if (h->info_ok && !respawn_listed(r, h->pid)) {
 			struct gs_respawn *nr = realloc(r->respawns, (r->n_respawns + 1) * sizeof(*nr));
 
 			*ret_new = true;
@@ -203,10 +370,13 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 			}
 		}
 	}
+	rc = watch_children(gs_discover_proc_fd(d), o, &pt, r, ret_new);
+	if (rc == 0)
+		rc = watch_cgroups(gs_discover_root(d), gs_discover_proc_fd(d), o, &pt, r, ret_new);
 	gs_plan_free(&np);
 	gs_ptable_free(&pt);
 	gs_snapshot_free(&s);
-	return 0;
+	return rc;
 }
 
 /* One exchange with the driver for every GPU polled. */
@@ -333,7 +503,9 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 				 * stopped: watch a little longer when one may exist. */
 				if (!clean_since)
 					clean_since = now;
-				if (now - clean_since >= o->respawn_watch_ms || now >= deadline) {
+				/* Every watched parent gone: nothing restarts through them. */
+				if (now - clean_since >= o->respawn_watch_ms || now >= deadline ||
+				    (o->watch && o->watch->parents_only && r->watched_parents_gone)) {
 					r->clean = true;
 					break;
 				}

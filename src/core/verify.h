@@ -45,7 +45,48 @@ struct gs_respawn {
 	pid_t pid;
 	char comm[64];
 	char by[320];            /* "unit ollama.service", "parent 1234 (supervisor)" */
+	char stop_with[320];     /* what would stop the restarter ("--include-parent"), "" when unknown */
+	/* Seen as a new child of a watched parent with a stopped target's
+	 * executable and command line, maybe before it opened the GPU. */
+	bool by_identity;
 };
+
+/* A supervising parent left running (restarter.h), and what it started. */
+struct gs_watch_parent {
+	pid_t pid;
+	uint64_t starttime;
+	char comm[64];
+	char stop_with[320];
+};
+
+/* A unit's or container's cgroup whose manager may restart a target in
+ * it (restarter.h): a new process there is looked at too. */
+struct gs_watch_cgroup {
+	char path[1024];         /* as in /proc/PID/cgroup (v2), below the cgroup mount */
+	char by[320];            /* "unit x.service", "docker container <id>" */
+	char stop_with[320];
+};
+
+/* A stopped target's identity: a new process with both is it, restarted. */
+struct gs_watch_ident {
+	pid_t parent;            /* the watched parent that started it, 0 for none */
+	int cgroup;              /* index into the watched cgroups, -1 for none */
+	char exe[512];           /* /proc/PID/exe */
+	char *cmdline;           /* the whole command line */
+};
+
+struct gs_respawn_watch {
+	struct gs_watch_parent *parents;
+	size_t n_parents;
+	struct gs_watch_ident *idents;
+	size_t n_idents;
+	struct gs_watch_cgroup *cgroups;
+	size_t n_cgroups;
+	/* The watch is as long as it is only for these parents: once every
+	 * one has exited nothing can restart through them, the watch ends. */
+	bool parents_only;
+};
+void gs_respawn_watch_free(struct gs_respawn_watch *w);
 
 struct gs_verify_opts {
 	uint64_t timeout_ms;
@@ -64,6 +105,8 @@ struct gs_verify_opts {
 	/* Old targets, to tell a respawn from a leftover, and what was stopped. */
 	const struct gs_plan *old_plan;
 	const struct gs_snapshot *before;
+	/* Supervising parents to watch for a restarted target (NULL: none). */
+	const struct gs_respawn_watch *watch;
 };
 
 struct gs_verify_result {
@@ -82,6 +125,7 @@ struct gs_verify_result {
 	uint64_t waited_ms;
 	bool begun;
 	int tick_error;          /* first error seen by gs_verify_tick */
+	bool watched_parents_gone; /* every watched parent exited (the last re-scan) */
 };
 
 /* Set up the per-GPU state (before stopping starts), so that memory can be

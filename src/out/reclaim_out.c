@@ -33,6 +33,10 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 		else
 			snprintf(buf, len, "stop unit %s", GS_SAFE(p->units[t->unit].unit));
 		break;
+	case GS_ACT_STOP_CONTAINER:
+		/* the id comes from a cgroup path: escaped */
+		snprintf(buf, len, "%s stop %.12s", p->units[t->unit].runtime, GS_SAFE(p->units[t->unit].unit));
+		break;
 	case GS_ACT_SIGNAL_GROUP:
 		snprintf(buf, len, "signal process group %d", (int)t->pid);
 		break;
@@ -41,6 +45,8 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 			snprintf(buf, len, "signal process (descendant of %d)", (int)t->why_pid);
 		else if (t->why == GS_WHY_GROUP_MEMBER)
 			snprintf(buf, len, "signal process (group of %d)", (int)t->why_pid);
+		else if (t->why == GS_WHY_PARENT)
+			snprintf(buf, len, "signal supervising parent of %d, first", (int)t->why_pid);
 		else
 			snprintf(buf, len, "signal process");
 		break;
@@ -113,6 +119,33 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			}
 			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
 				h && h->info_ok ? GS_SAFE(h->info.user) : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
+		}
+	}
+	if (p->n_restarters) {
+		fprintf(f, "Restarters (what would bring a target back):\n");
+		for (size_t i = 0; i < p->n_restarters; i++) {
+			const struct gs_restarter *rs = &p->restarters[i];
+			char who[400], pids[128] = "";
+			size_t off = 0;
+
+			for (size_t k = 0; k < p->n_targets && off + 16 < sizeof(pids); k++)
+				if (p->targets[k].restarter == (int)i && p->targets[k].why != GS_WHY_PARENT)
+					off += (size_t)snprintf(pids + off, sizeof(pids) - off, "%s%d", off ? "," : "",
+								(int)p->targets[k].pid);
+			if (rs->kind == GS_RESTARTER_PARENT)
+				snprintf(who, sizeof(who), "parent %d (%s)", (int)rs->pid, GS_SAFE(rs->name));
+			else if (rs->kind == GS_RESTARTER_UNIT)
+				snprintf(who, sizeof(who), "unit %.250s%s%.60s, Restart=%.60s", GS_SAFE(rs->name),
+					 rs->container[0] ? " in CT " : "", GS_SAFE(rs->container), GS_SAFE(rs->policy));
+			else if (rs->kind == GS_RESTARTER_CONTAINER)
+				snprintf(who, sizeof(who), "%s container %.12s, --restart=%.60s", rs->runtime,
+					 GS_SAFE(rs->name), GS_SAFE(rs->policy));
+			else
+				snprintf(who, sizeof(who), "Kubernetes pod %.64s", GS_SAFE(rs->name));
+			fprintf(f, "  %s restarts %s: %s", who, pids, gs_restarter_handling_str(rs->handling));
+			if (rs->handling == GS_HANDLE_WATCHED || rs->handling == GS_HANDLE_REPORTED)
+				fprintf(f, " (stop it with %s)", GS_SAFE(rs->stop_with));
+			fprintf(f, "\n");
 		}
 	}
 	if (p->n_left) {
@@ -223,10 +256,12 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		off = (size_t)snprintf(buf, len, "gpuslate: clean (%zu GPU%s)", v->n_gpus, v->n_gpus == 1 ? "" : "s");
 		for (size_t u = 0; r->stop && u < r->stop->n_units && off + 64 < len; u++)
 			if ((r->stop->units[u].command[0] || r->stop->units[u].error[0]) && !r->stop->units[u].stopped)
-				off += (size_t)snprintf(buf + off, len - off, "; unit %.100s not stopped %s, its processes signalled",
+				off += (size_t)snprintf(buf + off, len - off, "; %s %.100s not stopped %s%s, its processes signalled",
+							r->plan->units[u].runtime[0] ? "container" : "unit",
 							r->plan->units[u].unit,
-							r->stop->units[u].out_of_time ? "within --timeout"
-										      : "through its manager");
+							r->stop->units[u].out_of_time ? "within --timeout" : "through its ",
+							r->stop->units[u].out_of_time ? ""
+							: r->plan->units[u].runtime[0] ? r->plan->units[u].runtime : "manager");
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "gpuslate: not clean:");
@@ -257,9 +292,15 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 			off += (size_t)snprintf(buf + off, len - off, " by no visible process");
 		off += (size_t)snprintf(buf + off, len - off, ";");
 	}
-	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s;", (int)v->respawns[i].pid,
+	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++) {
+		off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s", (int)v->respawns[i].pid,
 					v->respawns[i].by);
+		/* The option that stops the restarter too, named once. */
+		if (v->respawns[i].stop_with[0] && off + 64 < len &&
+		    (i == 0 || strcmp(v->respawns[i].stop_with, v->respawns[i - 1].stop_with)))
+			off += (size_t)snprintf(buf + off, len - off, ", %s would stop it", v->respawns[i].stop_with);
+		off += (size_t)snprintf(buf + off, len - off, ";");
+	}
 	if (off && buf[off - 1] == ';')
 		buf[off - 1] = '\0';
 }
@@ -293,18 +334,22 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 				continue;
 			/* unit names, the argv run and the manager's error
 			 * text all come from outside: escaped */
+			/* a container stopped through its runtime: "docker container ID" */
+			const char *what = p->units[u].runtime[0] ? p->units[u].runtime : "unit";
+			const char *kind = p->units[u].runtime[0] ? " container" : "";
+
 			if (!ur->command[0])
-				fprintf(f, "  unit %s: %s; its processes are signalled\n", GS_SAFE(p->units[u].unit),
-					GS_SAFE(ur->error));
+				fprintf(f, "  %s%s %s: %s; its processes are signalled\n", what, kind,
+					GS_SAFE(p->units[u].unit), GS_SAFE(ur->error));
 			else if (ur->exit_code == 0)
-				fprintf(f, "  unit %s: %s: done in %.2f s\n", GS_SAFE(p->units[u].unit), GS_SAFE(ur->command),
-					ur->took_ms / 1000.0);
+				fprintf(f, "  %s%s %s: %s: done in %.2f s\n", what, kind, GS_SAFE(p->units[u].unit),
+					GS_SAFE(ur->command), ur->took_ms / 1000.0);
 			else if (ur->timed_out) /* was "failed (timed out0)" */
-				fprintf(f, "  unit %s: %s: failed (timed out)%s%s; its processes are signalled\n",
+				fprintf(f, "  %s%s %s: %s: failed (timed out)%s%s; its processes are signalled\n", what, kind,
 					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->error[0] ? ": " : "",
 					GS_SAFE(ur->error));
 			else
-				fprintf(f, "  unit %s: %s: failed (exit %d)%s%s; its processes are signalled\n",
+				fprintf(f, "  %s%s %s: %s: failed (exit %d)%s%s; its processes are signalled\n", what, kind,
 					GS_SAFE(p->units[u].unit), GS_SAFE(ur->command), ur->exit_code,
 					ur->error[0] ? ": " : "", GS_SAFE(ur->error));
 		}
@@ -404,8 +449,9 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					" memory not verified\n", gp->index);
 		}
 		for (size_t i = 0; i < v->n_respawns; i++)
-			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
-				GS_SAFE(v->respawns[i].by));
+			fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
+				GS_SAFE(v->respawns[i].by), v->respawns[i].stop_with[0] ? "; " : "",
+				GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
 		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)
@@ -456,6 +502,25 @@ static enum gs_action done_action(const struct gs_target *t, const struct gs_pro
 	if (t->action == GS_ACT_KILL && (pr->sent & GS_SENT_TERM))
 		return GS_ACT_SIGNAL;
 	return t->action;
+}
+
+/* docs/json.md, plan.targets[].restarter */
+static json_t *json_restarter(const struct gs_restarter *rs)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "kind", json_string(gs_restarter_kind_str(rs->kind)));
+	json_object_set_new(o, "name", gs_json_text(rs->name));
+	json_object_set_new(o, GS_JK_PID, rs->kind == GS_RESTARTER_PARENT || rs->pid > 0 ? json_integer(rs->pid)
+										     : json_null());
+	json_object_set_new(o, "container", rs->container[0] ? gs_json_text(rs->container) : json_null());
+	json_object_set_new(o, "runtime", rs->runtime[0] ? json_string(rs->runtime) : json_null());
+	json_object_set_new(o, "policy", rs->policy[0] ? gs_json_text(rs->policy) : json_null());
+	json_object_set_new(o, "restart_s", rs->kind == GS_RESTARTER_UNIT ? json_real(rs->restart_ms / 1000.0)
+									    : json_null());
+	json_object_set_new(o, "handling", json_string(gs_restarter_handling_str(rs->handling)));
+	json_object_set_new(o, GS_JK_STOP_WITH, gs_json_text(rs->stop_with));
+	return o;
 }
 
 json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
@@ -522,6 +587,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			if (t->why != GS_WHY_HOLDER)
 				json_object_set_new(o, "why_pid", json_integer(t->why_pid));
 			json_object_set_new(o, "protected_name_unverified", json_boolean(h && h->protected_unverified));
+			json_object_set_new(o, GS_JK_RESTARTER,
+					    t->restarter >= 0 ? json_restarter(&p->restarters[t->restarter]) : json_null());
 			json_array_append_new(targets, o);
 		}
 		for (size_t i = 0; i < p->n_left; i++) {
@@ -561,6 +628,9 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "unit", gs_json_text(p->units[u].unit));
 			json_object_set_new(o, "container",
 					    p->units[u].container[0] ? gs_json_text(p->units[u].container) : json_null());
+			/* A container stopped through its runtime: "unit" is its id. */
+			json_object_set_new(o, "runtime", p->units[u].runtime[0] ? json_string(p->units[u].runtime)
+										  : json_null());
 			json_object_set_new(o, GS_JK_COMMAND, ur->command[0] ? gs_json_text(ur->command) : json_null());
 			json_object_set_new(o, GS_JK_EXIT_STATUS, ur->command[0] ? json_integer(ur->exit_code) : json_null());
 			json_object_set_new(o, "timed_out", json_boolean(ur->timed_out));
@@ -663,6 +733,10 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, GS_JK_PID, json_integer(v->respawns[i].pid));
 				json_object_set_new(o, GS_JK_COMM, gs_json_text(v->respawns[i].comm));
 				json_object_set_new(o, GS_JK_BY, gs_json_text(v->respawns[i].by));
+				json_object_set_new(o, GS_JK_STOP_WITH, v->respawns[i].stop_with[0]
+										? gs_json_text(v->respawns[i].stop_with)
+										: json_null());
+				json_object_set_new(o, "before_gpu", json_boolean(v->respawns[i].by_identity));
 				json_array_append_new(resp, o);
 			}
 			json_object_set_new(j, "timed_out", json_boolean(v->timed_out));

@@ -35,6 +35,15 @@ void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, i
 	       (unsigned long long)starttime, result == 0 ? "ok" : strerror(-result));
 }
 
+void gs_audit_container(const char *runtime, const char *id, int exit_code)
+{
+	char rb[64], ib[1024];
+
+	audit_open();
+	syslog(LOG_NOTICE, "uid=%u stopped container=%s through %s: exit %d", (unsigned)getuid(),
+	       clean(id, ib, sizeof(ib)), clean(runtime, rb, sizeof(rb)), exit_code);
+}
+
 void gs_audit_unit(const char *unit, const char *container, int exit_code)
 {
 	char ub[1024], cb[1024];

@@ -10,5 +10,7 @@ void gs_audit_signal(pid_t pid, uint64_t starttime, const char *comm, int sig, i
 void gs_audit_unit(const char *unit, const char *container, int exit_code);
 /* restore: a unit or container started again; what is "unit" or "docker" ... */
 void gs_audit_start(const char *what, const char *name, const char *container, int exit_code);
+/* A container stopped through its runtime (docker, podman). */
+void gs_audit_container(const char *runtime, const char *id, int exit_code);
 
 #endif

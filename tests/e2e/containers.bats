@@ -18,6 +18,9 @@ setup_file() {
 	[ -n "$WORLD_DOCKER_REASON" ] || world_docker_start "$BATS_FILE_TMPDIR/docker"
 	WORLD_PODMAN_REASON=$(world_runtime_reason podman)
 	[ -n "$WORLD_PODMAN_REASON" ] || world_podman_start "$BATS_FILE_TMPDIR/podman"
+	# gpuslate asks and stops containers with the runtimes' own clients,
+	# pointed at this file's daemon and storage.
+	export GPUSLATE_DOCKER=${DOCKER:-} GPUSLATE_PODMAN=${PODMAN:-}
 }
 
 teardown_file() { world_teardown_file; }
@@ -88,7 +91,6 @@ verdict_holds_with_restart_always() {
 
 stops_restart_always_through_runtime() {
 	use "$1"
-	skip "issue 14: gpuslate signals the container's process and $1 restarts it; a container with a restart policy must be stopped with $1 stop"
 	world_container_run "$RUNTIME" always --restart=always -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$GS_HOST/a.ready"
 	wait_for 10 test -f "$GS_HOST/a.ready"
 	first=$CONTAINER_PID
@@ -97,8 +99,22 @@ stops_restart_always_through_runtime() {
 	assert_status 0
 	assert_eq "$(jqo .verdict)" clean verdict
 	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $first) | \"\(.action) \(.restarter.kind) \(.restarter.runtime) \(.restarter.policy) \(.restarter.handling)\"")" \
+		"stop-container container $RUNTIME always stopped through its runtime" "plan"
+	assert_match "$(jqo '.units[0] | "\(.runtime) \(.unit) \(.stopped) \(.command)"')" \
+		"^$RUNTIME $CONTAINER_ID true .* stop -t 10 $CONTAINER_ID\$" "stopped through the runtime"
+	assert_eq "$(proc_json "$first" .outcome)" stopped-with-unit outcome
 	assert_dead "$first"
 	stays_for 3 stays_down "$WORLD_CNAME" 0
+
+	# What the reclaim stopped through the runtime, the runtime starts again.
+	rm -f "$GS_HOST/a.ready"
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_match "$(jqo '[.. | objects | select(has("runtime")) | .runtime] | join(",")')" "$RUNTIME" "restored through"
+	wait_for 10 test -f "$GS_HOST/a.ready"
+	assert_eq "$(running "$WORLD_CNAME" | cut -d' ' -f1)" true "running again"
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
 }
 
 @test "docker: status shows a container's holder: owner docker <id>, its host PID, its memory" {

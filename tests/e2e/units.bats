@@ -48,9 +48,12 @@ unit_with_member() {
 	assert_eq "$(proc_json "$main" .outcome)" stopped-with-unit outcome
 	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0"
 	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_eq "$(target_json "$main" '.restarter | "\(.kind) \(.name) \(.policy) \(.pid) \(.handling)"')" \
+		"unit trainer.service always $main stopped through systemd" "restarter"
 	assert_dead "$main"
 	# systemd itself: stopped by a job, so Restart=always does not apply.
-	stays_for 1 unit_down trainer.service 0
+	# Many times its RestartSec=100ms.
+	stays_for 3 unit_down trainer.service 0
 	assert_eq "$(sd show -p Result --value trainer.service)" success "unit result"
 }
 
@@ -68,6 +71,9 @@ unit_with_member() {
 	assert_eq "$(jqo .verdict)" not-clean verdict
 	assert_eq "$(signals_of "$first")" SIGTERM,SIGCONT "signals"
 	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by)"] | join(";")')" "$second unit trainer.service" respawns
+	assert_eq "$(jqo '.respawns[0].stop_with')" "a reclaim without --no-units" "what would stop the unit"
+	assert_eq "$(target_json "$first" '.restarter | "\(.kind) \(.policy) \(.restart_s) \(.handling)"')" \
+		"unit always 0.1 watched" "restarter"
 	assert_eq "$(jqo '.units | length')" 0 "units stopped"
 	assert_dead "$first"
 	assert_alive "$second"
@@ -262,4 +268,49 @@ unit_with_member() {
 	assert_status 0
 	assert_eq "$(target_json "$init" .action)" stop-unit "the init's action"
 	assert_dead "$init" "$other"
+}
+
+@test "reclaim -g: an orphan of the unit, reaped by its manager, is signalled: the manager's MainPID says it is not the main process" {
+	# The orphan's parent is the manager, as the main process's is: only
+	# the MainPID systemd reports tells them apart. The main process holds
+	# GPU 1 (not selected) and must keep running, and so must the unit.
+	world_systemd_start
+	world_unit trainer -- bash -c '("$0" --gpu 0 --mib 1024 --ready-file "$1.orphan" &); exec "$0" --gpu 1 --mib 2048 --ready-file "$1.main"' \
+		"$GS_HOLDER" "$BATS_TEST_TMPDIR/t"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.main"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.orphan"
+	main=$UNIT_MAIN
+	orphan=$(ready_values "$BATS_TEST_TMPDIR/t.orphan" pid)
+	track "$orphan"
+	assert_eq "$(ready_values "$BATS_TEST_TMPDIR/t.main" pid)" "$main" "the main process"
+	assert_eq "$(cat "/proc/$(awk '{print $4}' "/proc/$orphan/stat")/comm")" systemd "the orphan's parent"
+
+	run --separate-stderr gs reclaim -g 0 -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$orphan" "targets"
+	assert_eq "$(target_json "$orphan" .action)" signal "the orphan is signalled, no unit stop"
+	assert_dead "$orphan"
+	assert_alive "$main"
+	assert_eq "$(unit_state trainer.service)" "active running $main" "trainer.service"
+}
+
+@test "reclaim --no-units: a Restart=always unit whose process takes 3 s to reopen the GPU: the restart is seen at once, not clean" {
+	# RestartSec=100ms: systemd starts it again long before it holds
+	# anything; a watch for GPU holders alone would say clean.
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --delay-open-ms 3000
+	first=$UNIT_MAIN
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+
+	run --separate-stderr gs reclaim -y --no-units --json
+	wait_for 10 eval '[ "$(sd show -p NRestarts --value trainer.service)" = 1 ]'
+	second=$(sd show -p MainPID --value trainer.service)
+	track "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.before_gpu)"] | join(";")')" "$second unit trainer.service true" respawns
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .memory_after_mib')" 0 "GPU 0 at the verdict: nothing held yet"
+	assert_dead "$first"
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
 }

@@ -44,6 +44,7 @@ struct opts {
 	size_t ngpus;
 	unsigned long long mib;
 	unsigned long long release_ms;
+	unsigned long long delay_open_ms; /* before opening anything: a framework importing */
 	const char *kind;
 	bool client, ctl_only, fork_child, exit_after_fork, setsid, supervise, mem_unknown;
 	enum term_mode term;
@@ -85,6 +86,7 @@ static void usage(void)
 	      "                 --term-default] [--block-term] [--handle-term-on-usr1] [--setsid]\n"
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
 	      "                 [--mem-unknown] [--close-fds] [--thread-fds] [--note TEXT]\n"
+	      "                 [--delay-open-ms N]\n"
 	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
@@ -431,6 +433,14 @@ static void run_holder(const struct opts *o, const sigset_t *wait_mask)
 {
 	static struct ready extra; /* static: 64 KiB is too much for the stack */
 
+	if (o->delay_open_ms) {
+		/* A restarted PyTorch process imports for seconds before it
+		 * opens the GPU: nothing of the device is seen meanwhile. */
+		struct timespec ts = { (time_t)(o->delay_open_ms / 1000), (long)(o->delay_open_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
 	hold(o);
 	/* Workers form a process group led by the holder, as a framework's
 	 * launcher does (torchrun, mpirun): gpuslate then stops the group with
@@ -543,7 +553,7 @@ int main(int argc, char **argv)
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SIGIGN_TERM, O_TERM_DEFAULT,
 	       O_BLOCK_TERM, O_TERM_ON_USR1, O_SETSID,
-	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE, O_CLOSE_FDS, O_THREAD_FDS };
+	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE, O_CLOSE_FDS, O_THREAD_FDS, O_DELAY_OPEN };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "dev-root", required_argument, NULL, O_DEV_ROOT },
@@ -568,6 +578,7 @@ int main(int argc, char **argv)
 		{ "note", required_argument, NULL, O_NOTE },
 		{ "close-fds", no_argument, NULL, O_CLOSE_FDS },
 		{ "thread-fds", no_argument, NULL, O_THREAD_FDS },
+		{ "delay-open-ms", required_argument, NULL, O_DELAY_OPEN },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
@@ -612,6 +623,7 @@ int main(int argc, char **argv)
 		case O_NOTE: break; /* only there to be seen in the command line */
 		case O_CLOSE_FDS: o.close_fds = true; break;
 		case O_THREAD_FDS: o.thread_fds = true; break;
+		case O_DELAY_OPEN: o.delay_open_ms = parse_num("delay-open-ms", optarg, 3600000); break;
 		default: usage();
 		}
 	}

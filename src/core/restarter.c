@@ -1,0 +1,738 @@
+/* Restarters: what would bring a target back. See restarter.h. */
+#include "core/restarter.h"
+#include "core/plan.h"
+#include "core/protect.h"
+#include "core/snapshot.h"
+#include "proc/owner.h"
+#include "proc/ptable.h"
+#include "util/spawn.h"
+#include "util/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *gs_restarter_kind_str(enum gs_restarter_kind k)
+{
+	switch (k) {
+	case GS_RESTARTER_UNIT: return "unit";
+	case GS_RESTARTER_CONTAINER: return "container";
+	case GS_RESTARTER_POD: return "pod";
+	case GS_RESTARTER_PARENT: return "parent";
+	}
+	return "unknown";
+}
+
+const char *gs_restarter_handling_str(enum gs_restarter_handling h)
+{
+	switch (h) {
+	case GS_HANDLE_UNIT_STOP: return "stopped through systemd";
+	case GS_HANDLE_RUNTIME_STOP: return "stopped through its runtime";
+	case GS_HANDLE_WATCHED: return "watched";
+	case GS_HANDLE_PARENT_STOP: return "stopped (--include-parent)";
+	case GS_HANDLE_REPORTED: return "reported only";
+	}
+	return "unknown";
+}
+
+int gs_timespan_ms(const char *text, uint64_t *ret)
+{
+	/* systemd's units, longest first where one is a prefix of another. */
+	static const struct { const char *u; double ms; } units[] = {
+		{ "usec", 0.001 }, { "us", 0.001 }, { "msec", 1 }, { "ms", 1 }, { "seconds", 1000 },
+		{ "second", 1000 }, { "sec", 1000 }, { "s", 1000 }, { "minutes", 60000 }, { "minute", 60000 },
+		{ "min", 60000 }, { "m", 60000 }, { "hours", 3600000 }, { "hour", 3600000 }, { "hr", 3600000 },
+		{ "h", 3600000 }, { "days", 86400000 }, { "day", 86400000 }, { "d", 86400000 },
+	};
+	const char *p = text;
+	double total = 0;
+	bool any = false;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (!strcmp(p, "infinity")) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	while (*p) {
+		char *end;
+		double v;
+		size_t k;
+
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		v = strtod(p, &end);
+		p = end;
+		while (*p == ' ')
+			p++;
+		for (k = 0; k < GS_ARRAY_SIZE(units); k++) {
+			size_t l = strlen(units[k].u);
+
+			if (!strncmp(p, units[k].u, l) && !isalpha((unsigned char)p[l])) {
+				p += l;
+				break;
+			}
+		}
+		/* A bare number is seconds, as systemd reads it. */
+		total += v * (k < GS_ARRAY_SIZE(units) ? units[k].ms : 1000);
+		any = true;
+	}
+	if (!any || total > 1e15)
+		return -EINVAL;
+	*ret = (uint64_t)total;
+	return 0;
+}
+
+static const char *const shells[] = { "bash", "sh", "dash", "zsh", "fish", "ksh", "mksh", "ash", "tcsh", "csh" };
+
+static bool is_shell(const char *comm)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(shells); i++)
+		if (!strcmp(comm, shells[i]))
+			return true;
+	return false;
+}
+
+/* A shell is one a person types into when it is a login shell (argv[0]
+ * begins with '-'), was started with -i, or has neither -c nor a script
+ * and reads a terminal. A shell that runs -c, a script, or commands from a
+ * pipe is running a program: a `while true` loop looks exactly like that.
+ * Options that take a word (-o, +o, -O, --rcfile, --init-file) skip it. */
+bool gs_restarter_is_interactive_shell(const char *comm, const char *cmdline, const char *stdin_target)
+{
+	char buf[1024], *save = NULL, *w;
+	bool first = true, skip_next = false;
+
+	if (cmdline[0] == '-')
+		return true;
+	if (!is_shell(comm))
+		return false;
+	gs_strlcpy(buf, cmdline, sizeof(buf));
+	for (w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (first) {
+			first = false;
+			continue;
+		}
+		if (skip_next) {
+			skip_next = false;
+			continue;
+		}
+		if (!strcmp(w, "--rcfile") || !strcmp(w, "--init-file")) {
+			skip_next = true;
+			continue;
+		}
+		if (!strcmp(w, "--"))
+			return false; /* a script follows, or nothing: not typed into */
+		if (gs_startswith(w, "--"))
+			continue;
+		if (w[0] == '-' || w[0] == '+') {
+			if (w[0] == '-' && strchr(w + 1, 'i'))
+				return true;
+			if (strchr(w + 1, 'c'))
+				return false;
+			if (strchr(w + 1, 'o') || strchr(w + 1, 'O'))
+				skip_next = true;
+			continue;
+		}
+		return false; /* a script */
+	}
+	return stdin_target && (gs_startswith(stdin_target, "/dev/pts/") || gs_startswith(stdin_target, "/dev/tty") ||
+				!strcmp(stdin_target, "/dev/console"));
+}
+
+static int add_restarter(struct gs_plan *p, const struct gs_restarter *r)
+{
+	struct gs_restarter *n;
+
+	for (size_t i = 0; i < p->n_restarters; i++) {
+		const struct gs_restarter *o = &p->restarters[i];
+
+		if (o->kind == r->kind && !strcmp(o->name, r->name) && !strcmp(o->container, r->container) &&
+		    o->pid == r->pid)
+			return (int)i;
+	}
+	n = realloc(p->restarters, (p->n_restarters + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	p->restarters = n;
+	n[p->n_restarters] = *r;
+	return (int)p->n_restarters++;
+}
+
+static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel)
+{
+	return gs_set256_outside(h->gpus.bits, sel->bits) || gs_set256_outside(h->nvml_gpus.bits, sel->bits);
+}
+
+/* Stopping a container ends every process in it: only when every GPU
+ * holder in it is a target on the selected GPUs only (as for a unit), and
+ * every holder's owner could be read. */
+static bool container_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_owner *co)
+{
+	if (!s->holders)
+		return false; /* nothing known of who else is inside: not proven */
+	for (size_t i = 0; i < s->n_holders; i++) {
+		const struct gs_holder *o = &s->holders[i];
+
+		if (!o->alive)
+			continue;
+		if (!o->info_ok)
+			return false;
+		if (o->info.owner.kind != co->kind || strcmp(o->info.owner.name, co->name))
+			continue;
+		if (!gs_plan_find_target(p, o->pid) || holds_outside(o, &p->gpus))
+			return false;
+	}
+	return true;
+}
+
+/* The unit's restart policy, asked once per unit (cache of the answers). */
+struct unit_answer {
+	char unit[256], container[256];
+	int r;
+	struct gs_unit_props props;
+};
+
+static int unit_props_cached(const struct gs_restarter_env *env, struct unit_answer *cache, size_t *n, size_t max,
+			     const char *unit, const char *container, const struct gs_unit_props **ret)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(cache[i].unit, unit) && !strcmp(cache[i].container, container)) {
+			*ret = &cache[i].props;
+			return cache[i].r;
+		}
+	if (*n == max || !env->unit_props)
+		return -ENOSPC;
+	{
+		struct unit_answer *a = &cache[(*n)++];
+
+		memset(a, 0, sizeof(*a));
+		gs_strlcpy(a->unit, unit, sizeof(a->unit));
+		gs_strlcpy(a->container, container, sizeof(a->container));
+		a->r = env->unit_props(env->unit_ud, unit, container, &a->props);
+		*ret = &a->props;
+		return a->r;
+	}
+}
+
+/* The unit restarter of target t (owner o), when its manager restarts it
+ * and the manager's unit of that name is the cgroup the target is in. */
+static bool unit_restarter(const struct gs_restarter_env *env, struct unit_answer *cache, size_t *n_cache,
+			   size_t max_cache, const struct gs_owner *o, struct gs_restarter *ret)
+{
+	const char *unit = o->kind == GS_OWNER_LXC ? o->unit : o->name;
+	const char *ct = o->kind == GS_OWNER_LXC ? o->name : "";
+	const struct gs_unit_props *up;
+	char cg[1024];
+
+	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC) || !gs_endswith(unit, ".service") || o->delegated ||
+	    gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
+		return false;
+	if (unit_props_cached(env, cache, n_cache, max_cache, unit, ct, &up) < 0)
+		return false;
+	if (!up->restart[0] || !strcmp(up->restart, "no") || strcmp(up->control_group, cg))
+		return false;
+	memset(ret, 0, sizeof(*ret));
+	ret->kind = GS_RESTARTER_UNIT;
+	gs_strlcpy(ret->name, unit, sizeof(ret->name));
+	gs_strlcpy(ret->container, ct, sizeof(ret->container));
+	gs_strlcpy(ret->policy, up->restart, sizeof(ret->policy));
+	ret->restart_ms = up->restart_ms;
+	ret->pid = up->main_pid;
+	/* Not stopped through systemd: --no-units said so, or a process of
+	 * the unit was left out of the selection (--unit takes them all). */
+	if (env->no_units)
+		snprintf(ret->stop_with, sizeof(ret->stop_with), "a reclaim without --no-units");
+	else
+		snprintf(ret->stop_with, sizeof(ret->stop_with), "--unit %.250s", unit);
+	return true;
+}
+
+/* The owner's cgroup path of a process, from its /proc/PID/cgroup text. */
+static int cgroup_of(const struct gs_restarter_env *env, pid_t pid, struct gs_owner *ret)
+{
+	char text[4096];
+	int r;
+
+	if (!env->read_cgroup)
+		return -ENOSYS;
+	r = env->read_cgroup(env->ud, pid, text, sizeof(text));
+	if (r < 0)
+		return r;
+	return gs_owner_from_cgroup(text, ret);
+}
+
+/* Parents that start a program once and never again: privilege and
+ * session tools, job and container launchers (a Slurm step's slurmstepd,
+ * a container's shim or conmon). Not supervisors, never stopped as one. */
+static const char *const launchers[] = {
+	"sudo", "su", "runuser", "sshd", "login", "slurmstepd", "srun", "conmon", "timeout", "nohup",
+	"script", "screen", "SCREEN", "tmux: server", "tmux",
+};
+
+static bool is_launcher(const char *comm)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(launchers); i++)
+		if (!strcmp(comm, launchers[i]))
+			return true;
+	return gs_startswith(comm, "containerd-shim");
+}
+
+/* Is pp, the live parent of target t, a supervisor that would start it
+ * again? Not PID 1 or a namespace's init, not systemd, not a target, not
+ * gpuslate's ancestor (the shell that ran gpuslate), not a protected
+ * daemon or a launcher that starts once (sudo, slurmstepd), not in another cgroup (a container's shim, a service manager:
+ * their restarts are the container's or unit's policy), not a shell a
+ * person types into. */
+static bool supervising_parent(const struct gs_plan *p, const struct gs_ptable *pt, const struct gs_restarter_env *env,
+			       const struct gs_pidstat *par, const struct gs_owner *child_owner, bool *ret_stoppable,
+			       char *stop_with, size_t stop_len)
+{
+	const struct gs_pidstat *gp;
+	struct gs_owner po;
+	char *cmd = NULL, in[256] = "";
+	bool interactive;
+
+	if (par->pid <= 1 || gs_pidstat_is_kthread(par) || gs_plan_find_target(p, par->pid) ||
+	    gs_ptable_is_ancestor(pt, par->pid, env->self) || !strcmp(par->comm, "systemd") ||
+	    gs_is_protected_name(par->comm, NULL) || is_launcher(par->comm))
+		return false;
+	if (env->is_pidns_init && env->is_pidns_init(env->pidns_ud, par->pid, par->starttime) != 0)
+		return false;
+	if (cgroup_of(env, par->pid, &po) < 0 || strcmp(po.cgroup, child_owner->cgroup))
+		return false;
+	if (!env->read_cmdline || env->read_cmdline(env->ud, par->pid, &cmd) < 0)
+		return false;
+	if (env->read_stdin)
+		(void)env->read_stdin(env->ud, par->pid, in, sizeof(in));
+	interactive = gs_restarter_is_interactive_shell(par->comm, cmd, in);
+	free(cmd);
+	if (interactive)
+		return false;
+	/* A service's main process (the manager's child): ending it stops
+	 * the unit, or makes the manager restart it; the unit is what to stop. */
+	gp = gs_ptable_find(pt, par->ppid);
+	*ret_stoppable = true;
+	snprintf(stop_with, stop_len, "--include-parent");
+	if (po.unit_cg_len && (par->ppid <= 1 || (gp && !strcmp(gp->comm, "systemd")))) {
+		*ret_stoppable = false;
+		if (po.kind == GS_OWNER_UNIT)
+			snprintf(stop_with, stop_len, "--unit %.250s", po.name);
+		else
+			snprintf(stop_with, stop_len, "stopping the service that runs it");
+	}
+	return true;
+}
+
+/* The parent goes first: stopped before its children, it cannot start one
+ * again in the grace period. */
+static int add_parent_target(struct gs_plan *p, const struct gs_pidstat *par, pid_t child, int ridx)
+{
+	struct gs_target t = {
+		.pid = par->pid, .starttime = par->starttime, .holder = -1, .action = GS_ACT_SIGNAL,
+		.why = GS_WHY_PARENT, .why_pid = child, .unit = -1, .restarter = ridx, .term = GS_TERM_UNKNOWN,
+	};
+	struct gs_target *n = realloc(p->targets, (p->n_targets + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	gs_strlcpy(t.comm, par->comm, sizeof(t.comm));
+	memmove(n + 1, n, p->n_targets * sizeof(*n));
+	n[0] = t;
+	p->targets = n;
+	p->n_targets++;
+	return 0;
+}
+
+static int container_restarter(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_restarter_env *env,
+			       const struct gs_owner *o, struct gs_restarter *ret, bool *ret_contained)
+{
+	const char *rt = o->kind == GS_OWNER_DOCKER ? "docker" : "podman";
+	char policy[64] = "";
+
+	if (!env->container_policy || env->container_policy(env->ud, rt, o->name, policy, sizeof(policy)) < 0 ||
+	    !policy[0] || !strcmp(policy, "no"))
+		return 0;
+	memset(ret, 0, sizeof(*ret));
+	ret->kind = GS_RESTARTER_CONTAINER;
+	gs_strlcpy(ret->name, o->name, sizeof(ret->name));
+	gs_strlcpy(ret->runtime, rt, sizeof(ret->runtime));
+	gs_strlcpy(ret->policy, policy, sizeof(ret->policy));
+	snprintf(ret->stop_with, sizeof(ret->stop_with), "%s stop %.12s", rt, o->name);
+	*ret_contained = container_stop_is_contained(p, s, o);
+	return 1;
+}
+
+/* Targets in container o are stopped through the runtime: one stop entry. */
+static int stop_through_runtime(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_owner *o,
+				const char *runtime)
+{
+	struct gs_unit_stop u = { 0 };
+	int idx = -1;
+
+	for (size_t i = 0; i < p->n_units; i++)
+		if (!strcmp(p->units[i].runtime, runtime) && !strcmp(p->units[i].unit, o->name))
+			idx = (int)i;
+	if (idx < 0) {
+		struct gs_unit_stop *n = realloc(p->units, (p->n_units + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		gs_strlcpy(u.unit, o->name, sizeof(u.unit));
+		gs_strlcpy(u.cgroup, o->cgroup, sizeof(u.cgroup));
+		gs_strlcpy(u.runtime, runtime, sizeof(u.runtime));
+		n[p->n_units] = u;
+		p->units = n;
+		idx = (int)p->n_units++;
+	}
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+		const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+
+		if (h && h->info_ok && h->info.owner.kind == o->kind && !strcmp(h->info.owner.name, o->name)) {
+			t->action = GS_ACT_STOP_CONTAINER;
+			t->unit = idx;
+		}
+	}
+	return 0;
+}
+
+/* A parent that is itself a target is signalled before its children: it
+ * cannot start one again in the grace period. Each target moves before
+ * the first of its descendants that comes earlier; nothing else moves (an
+ * ancestor already placed is before all of its descendants). */
+struct pid_pos {
+	pid_t pid;
+	size_t pos;
+};
+
+static int pid_pos_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct pid_pos *)a)->pid, y = ((const struct pid_pos *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/* Does some target come before one of its ancestors that is a target?
+ * (Seldom: holders are planned in PID order.) A walk up from each target
+ * with a sorted index: no quadratic pass over thousands of targets. */
+static int any_child_first(const struct gs_plan *p, const struct gs_ptable *pt, bool *ret)
+{
+	struct pid_pos *ix = calloc(p->n_targets ? p->n_targets : 1, sizeof(*ix));
+
+	*ret = false;
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_targets; i++)
+		ix[i] = (struct pid_pos){ p->targets[i].pid, i };
+	qsort(ix, p->n_targets, sizeof(*ix), pid_pos_cmp);
+	for (size_t i = 0; i < p->n_targets && !*ret; i++) {
+		const struct gs_pidstat *st = gs_ptable_find(pt, p->targets[i].pid);
+
+		for (int depth = 0; st && st->ppid > 1 && st->ppid != st->pid && depth < 4096 && !*ret; depth++) {
+			struct pid_pos key = { st->ppid, 0 }, *hit = bsearch(&key, ix, p->n_targets, sizeof(*ix), pid_pos_cmp);
+
+			*ret = hit && hit->pos > i;
+			st = gs_ptable_find(pt, st->ppid);
+		}
+	}
+	free(ix);
+	return 0;
+}
+
+static int parents_before_children(struct gs_plan *p, const struct gs_ptable *pt)
+{
+	bool needed;
+	int r = any_child_first(p, pt, &needed);
+
+	if (r < 0 || !needed)
+		return r;
+	for (size_t i = 1; i < p->n_targets; i++) {
+		struct gs_target t = p->targets[i];
+		size_t k = 0;
+
+		while (k < i && !(p->targets[k].pid != t.pid && gs_ptable_is_ancestor(pt, t.pid, p->targets[k].pid)))
+			k++;
+		if (k == i)
+			continue;
+		memmove(&p->targets[k + 1], &p->targets[k], (i - k) * sizeof(t));
+		p->targets[k] = t;
+	}
+	return 0;
+}
+
+#define UNIT_CACHE 16
+
+int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+		       const struct gs_restarter_env *env)
+{
+	struct unit_answer *cache = calloc(UNIT_CACHE, sizeof(*cache));
+	size_t n_cache = 0, n0 = p->n_targets;
+	pid_t *parents = calloc(n0 ? n0 : 1, sizeof(*parents));
+	int *parent_r = calloc(n0 ? n0 : 1, sizeof(*parent_r));
+	size_t n_parents = 0;
+	int r = 0;
+
+	if (!cache || !parents || !parent_r) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n0 && r >= 0; i++) {
+		struct gs_target *t = &p->targets[i];
+		const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+		const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
+		const struct gs_pidstat *par;
+		struct gs_owner own = { 0 };
+		struct gs_restarter rs;
+		bool have_unit = false, stoppable = false;
+
+		if (h && h->info_ok)
+			own = h->info.owner;
+		else if (cgroup_of(env, t->pid, &own) < 0)
+			continue; /* nothing known of it */
+		if (own.kind == GS_OWNER_DOCKER || own.kind == GS_OWNER_PODMAN) {
+			bool contained = false;
+			int c = container_restarter(p, s, env, &own, &rs, &contained);
+
+			if (c <= 0)
+				continue;
+			rs.handling = contained ? GS_HANDLE_RUNTIME_STOP : GS_HANDLE_WATCHED;
+			r = add_restarter(p, &rs);
+			if (r >= 0)
+				p->targets[i].restarter = r;
+			if (r >= 0 && contained)
+				r = stop_through_runtime(p, s, &own, rs.runtime);
+			continue;
+		}
+		if (own.kind == GS_OWNER_KUBERNETES) {
+			memset(&rs, 0, sizeof(rs));
+			rs.kind = GS_RESTARTER_POD;
+			rs.handling = GS_HANDLE_REPORTED;
+			gs_strlcpy(rs.name, own.name, sizeof(rs.name));
+			snprintf(rs.stop_with, sizeof(rs.stop_with),
+				 "kubectl delete pod (the pod with UID %.64s; its kubelet restarts its containers), "
+				 "or scale its controller down",
+				 own.name);
+			r = add_restarter(p, &rs);
+			if (r >= 0)
+				t->restarter = r;
+			continue;
+		}
+		have_unit = unit_restarter(env, cache, &n_cache, UNIT_CACHE, &own, &rs);
+		if (have_unit && t->action == GS_ACT_STOP_UNIT) {
+			rs.handling = GS_HANDLE_UNIT_STOP;
+			r = add_restarter(p, &rs);
+			if (r >= 0)
+				t->restarter = r;
+			continue;
+		}
+		par = st ? gs_ptable_find(pt, st->ppid) : NULL;
+		if (par && supervising_parent(p, pt, env, par, &own, &stoppable, rs.stop_with, sizeof(rs.stop_with))) {
+			char stop_with[320];
+
+			gs_strlcpy(stop_with, rs.stop_with, sizeof(stop_with));
+			memset(&rs, 0, sizeof(rs));
+			rs.kind = GS_RESTARTER_PARENT;
+			gs_strlcpy(rs.name, par->comm, sizeof(rs.name));
+			gs_strlcpy(rs.stop_with, stop_with, sizeof(rs.stop_with));
+			rs.pid = par->pid;
+			rs.starttime = par->starttime;
+			rs.handling = env->include_parent && stoppable ? GS_HANDLE_PARENT_STOP : GS_HANDLE_WATCHED;
+			r = add_restarter(p, &rs);
+			if (r < 0)
+				break;
+			p->targets[i].restarter = r;
+			if (rs.handling == GS_HANDLE_PARENT_STOP) {
+				bool seen = false;
+
+				for (size_t k = 0; k < n_parents; k++)
+					seen |= parents[k] == par->pid;
+				if (!seen) {
+					parents[n_parents] = par->pid;
+					parent_r[n_parents++] = r;
+				}
+			}
+			continue;
+		}
+		if (have_unit) {
+			rs.handling = GS_HANDLE_WATCHED;
+			r = add_restarter(p, &rs);
+			if (r >= 0)
+				t->restarter = r;
+		}
+	}
+	/* Added last: target indices above stay valid while deciding. */
+	for (size_t k = 0; k < n_parents && r >= 0; k++) {
+		const struct gs_pidstat *par = gs_ptable_find(pt, parents[k]);
+		pid_t child = 0;
+
+		for (size_t i = 0; i < p->n_targets && !child; i++)
+			if (p->targets[i].restarter == parent_r[k])
+				child = p->targets[i].pid;
+		if (par)
+			r = add_parent_target(p, par, child, parent_r[k]);
+	}
+	if (r >= 0)
+		r = parents_before_children(p, pt);
+out:
+	free(cache);
+	free(parents);
+	free(parent_r);
+	return r < 0 ? r : 0;
+}
+
+/* ---- the real questions ------------------------------------------------ */
+
+int gs_runtime_argv(const char *runtime, char *buf, size_t len, const char **words, size_t max, size_t *n)
+{
+	const char *env = getenv(!strcmp(runtime, "docker") ? "GPUSLATE_DOCKER" : "GPUSLATE_PODMAN");
+	char *save = NULL, *w;
+
+	gs_strlcpy(buf, env && *env ? env : runtime, len);
+	*n = 0;
+	for (w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (*n + 1 >= max)
+			return -EINVAL;
+		words[(*n)++] = w;
+	}
+	if (!*n)
+		return -EINVAL;
+	words[*n] = NULL;
+	return 0;
+}
+
+static int run_capture(const struct gs_restarter_query *q, const char **argv, char **ret_out)
+{
+	struct gs_run_result rr;
+	int r = gs_spawn_run_interruptible((char *const *)argv, q->timeout_ms, 8192, q->interrupted, &rr);
+
+	if (r < 0)
+		return r;
+	if (rr.timed_out || rr.interrupted || rr.exit_code != 0) {
+		gs_run_result_free(&rr);
+		return rr.timed_out ? -ETIMEDOUT : -EIO;
+	}
+	*ret_out = rr.out;
+	rr.out = NULL;
+	gs_run_result_free(&rr);
+	return 0;
+}
+
+int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+{
+	const struct gs_restarter_query *q = ud;
+	const char *argv[16];
+	size_t n = 0;
+	char *out = NULL, *save = NULL, *line;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (container[0]) {
+		argv[n++] = q->have_pct ? "pct" : "lxc-attach";
+		argv[n++] = q->have_pct ? "exec" : "-n";
+		argv[n++] = container;
+		argv[n++] = "--";
+	}
+	argv[n++] = "systemctl";
+	argv[n++] = "show";
+	argv[n++] = "-p";
+	argv[n++] = "Restart,RestartUSec,MainPID,ControlGroup";
+	argv[n++] = "--";
+	argv[n++] = unit;
+	argv[n] = NULL;
+	r = run_capture(q, argv, &out);
+	if (r < 0)
+		return r;
+	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (!eq)
+			continue;
+		*eq++ = '\0';
+		if (!strcmp(line, "Restart"))
+			gs_strlcpy(ret->restart, eq, sizeof(ret->restart));
+		else if (!strcmp(line, "RestartUSec") && gs_timespan_ms(eq, &ret->restart_ms) < 0)
+			ret->restart_ms = 0;
+		else if (!strcmp(line, "MainPID"))
+			ret->main_pid = (pid_t)strtol(eq, NULL, 10);
+		else if (!strcmp(line, "ControlGroup"))
+			gs_strlcpy(ret->control_group, eq, sizeof(ret->control_group));
+	}
+	free(out);
+	return 0;
+}
+
+int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len)
+{
+	const struct gs_restarter_query *q = ud;
+	const char *argv[48];
+	char buf[1024], *out = NULL;
+	size_t n;
+	int r = gs_runtime_argv(runtime, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv) - 5, &n);
+
+	if (r < 0)
+		return r;
+	argv[n++] = "inspect";
+	argv[n++] = "-f";
+	argv[n++] = "{{.HostConfig.RestartPolicy.Name}}";
+	argv[n++] = id;
+	argv[n] = NULL;
+	r = run_capture(q, argv, &out);
+	if (r < 0)
+		return r;
+	gs_strlcpy(ret, out ? gs_strstrip(out) : "", len);
+	free(out);
+	return 0;
+}
+
+int gs_restarter_read_cmdline(void *ud, pid_t pid, char **ret)
+{
+	const struct gs_restarter_query *q = ud;
+	char path[32];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%d", (int)pid);
+	fd = openat(q->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = gs_procinfo_read_cmdline(fd, ret);
+	close(fd);
+	return r;
+}
+
+int gs_restarter_read_stdin(void *ud, pid_t pid, char *buf, size_t len)
+{
+	const struct gs_restarter_query *q = ud;
+	char path[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%d/fd/0", (int)pid);
+	n = readlinkat(q->proc_fd, path, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+int gs_restarter_read_cgroup(void *ud, pid_t pid, char *buf, size_t len)
+{
+	const struct gs_restarter_query *q = ud;
+	char path[32], *txt = NULL;
+	int r;
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)pid);
+	r = gs_read_file_at(q->proc_fd, path, len - 1, &txt, NULL);
+	if (r < 0)
+		return r;
+	gs_strlcpy(buf, txt, len);
+	free(txt);
+	return 0;
+}

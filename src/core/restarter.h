@@ -1,0 +1,122 @@
+/* What would bring a target back after it is stopped, found before acting:
+ * a systemd unit with Restart= other than "no", a docker or podman
+ * container with a restart policy, a Kubernetes pod (its kubelet), or a
+ * supervising parent (a shell loop, an elastic agent, supervisord). Each
+ * gets a handling: stopped through its manager, stopped with the targets
+ * (--include-parent), watched after the stop, or only reported.
+ *
+ * The decisions are pure (gs_restarters_plan, from the plan, snapshot and
+ * process table plus answers given through callbacks); the questions to
+ * systemctl and the container runtimes are asked by gs_restarter_query_*,
+ * with deadlines. */
+#ifndef GS_RESTARTER_H
+#define GS_RESTARTER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct gs_plan;
+struct gs_snapshot;
+struct gs_ptable;
+
+enum gs_restarter_kind {
+	GS_RESTARTER_UNIT,
+	GS_RESTARTER_CONTAINER,
+	GS_RESTARTER_POD,
+	GS_RESTARTER_PARENT,
+};
+
+enum gs_restarter_handling {
+	GS_HANDLE_UNIT_STOP,    /* the unit is stopped through systemd: it stays stopped */
+	GS_HANDLE_RUNTIME_STOP, /* the container is stopped through its runtime */
+	GS_HANDLE_WATCHED,      /* left running; a restarted target is a respawn */
+	GS_HANDLE_PARENT_STOP,  /* stopped before its children (--include-parent) */
+	GS_HANDLE_REPORTED,     /* never acted on (a pod): the command that would stop it is named */
+};
+
+struct gs_restarter {
+	enum gs_restarter_kind kind;
+	enum gs_restarter_handling handling;
+	char name[256];          /* unit name, container id, pod uid, the parent's comm */
+	char container[256];     /* LXC/Proxmox CT of a unit inside one, else "" */
+	char runtime[16];        /* "docker", "podman" for containers, else "" */
+	char policy[64];         /* Restart= or the restart policy ("always", "on-failure") */
+	uint64_t restart_ms;     /* a unit's RestartUSec, in ms */
+	pid_t pid;               /* a parent's PID, a unit's MainPID (0: none known) */
+	uint64_t starttime;      /* a parent's start time */
+	/* What would stop it for good, for the plan and a respawn's message:
+	 * "--include-parent", "--unit ollama.service", "kubectl delete pod ...". */
+	char stop_with[320];
+};
+
+/* A unit's properties as its manager reports them. */
+struct gs_unit_props {
+	char restart[64];        /* Restart= */
+	uint64_t restart_ms;     /* RestartUSec= */
+	pid_t main_pid;          /* MainPID= (0: none) */
+	char control_group[1024];/* ControlGroup= */
+};
+
+/* The questions the decisions need answered (tests answer from literals). */
+struct gs_restarter_env {
+	pid_t self;
+	bool include_parent;
+	bool no_units;           /* --no-units: units are asked about, never stopped */
+	/* Unit UNIT (inside CT container when not ""): 0 with props, or -errno
+	 * (unknown: no restarter is assumed from it, the old watch applies). */
+	int (*unit_props)(void *ud, const char *unit, const char *container, struct gs_unit_props *ret);
+	void *unit_ud;
+	/* Restart policy of container id of runtime ("no", "always", ...). */
+	int (*container_policy)(void *ud, const char *runtime, const char *id, char *ret, size_t len);
+	/* A process's command line (argv joined with spaces; malloc'd), its
+	 * stdin's target, its cgroup text (as in /proc/PID/...): 0 or -errno. */
+	int (*read_cmdline)(void *ud, pid_t pid, char **ret);
+	int (*read_stdin)(void *ud, pid_t pid, char *buf, size_t len);
+	int (*read_cgroup)(void *ud, pid_t pid, char *buf, size_t len);
+	/* As gs_selection's: 1 when pid is the init of its own PID namespace. */
+	int (*is_pidns_init)(void *ud, pid_t pid, uint64_t starttime);
+	void *pidns_ud;
+	void *ud;
+};
+
+/* Find every target's restarter (p->restarters, targets[i].restarter),
+ * decide its handling, and with include_parent add the supervising parents
+ * to the targets, before their children. Returns 0 or -ENOMEM. */
+int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+		       const struct gs_restarter_env *env);
+
+/* Is this command line (with its stdin) an interactive or login shell, one a
+ * person types into? Such a parent is never a supervisor. */
+bool gs_restarter_is_interactive_shell(const char *comm, const char *cmdline, const char *stdin_target);
+
+/* A systemd time span ("100ms", "1min 30s", "5s", "infinity") in ms;
+ * -EINVAL when unreadable. */
+int gs_timespan_ms(const char *text, uint64_t *ret);
+
+const char *gs_restarter_kind_str(enum gs_restarter_kind k);
+const char *gs_restarter_handling_str(enum gs_restarter_handling h);
+
+/* The real questions: systemctl show (through pct exec / lxc-attach in a
+ * CT), docker/podman inspect (the client command from GPUSLATE_DOCKER /
+ * GPUSLATE_PODMAN, split on spaces, default "docker" / "podman"). Each
+ * ends within timeout_ms. */
+struct gs_restarter_query {
+	bool have_pct;
+	uint64_t timeout_ms;
+	volatile sig_atomic_t *interrupted;
+	int proc_fd;
+};
+int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret);
+int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len);
+int gs_restarter_read_cmdline(void *ud, pid_t pid, char **ret);
+int gs_restarter_read_stdin(void *ud, pid_t pid, char *buf, size_t len);
+int gs_restarter_read_cgroup(void *ud, pid_t pid, char *buf, size_t len);
+
+/* The runtime's client as an argv (from its environment variable), with
+ * room for extra words; 0 or -EINVAL. words points into buf. */
+int gs_runtime_argv(const char *runtime, char *buf, size_t len, const char **words, size_t max, size_t *n);
+
+#endif

@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# What brings a target back (issue 14, section 1): a supervising parent (a
+# bash `while true` loop, the shape of supervisord, torchrun's elastic agent
+# or a Ray raylet) restarts its holder; the restarted process imports for
+# seconds before it opens the GPU (gs-holder --delay-open-ms), so a watch
+# for new GPU holders alone would call the GPUs clean. Real processes, real
+# signals; the respawn must be reported, or the parent stopped with
+# --include-parent, and the verdict must hold afterwards.
+
+load helpers
+
+# loop NAME PAUSE DELAY_MS: a bash loop (a script, as supervisors are run)
+# that starts a holder of GPU 0 whose open takes DELAY_MS, waits for it to
+# end, sleeps PAUSE and starts it again. Every start writes NAME.child (its
+# pid, once running) and, once holding, NAME.ready. Sets SUP (the loop's
+# pid) and FIRST (the first holder's).
+loop() {
+	local name=$1 d=$BATS_TEST_TMPDIR
+	cat >"$d/$name.sh" <<-'EOF'
+		while true; do
+			"$GS_HOLDER" --gpu 0 --mib 2048 --delay-open-ms "$3" --ready-file "$1.ready" \
+				-- python3 train.py --model llama &
+			echo $! >"$1.child"
+			wait $!
+			sleep "$2"
+		done
+	EOF
+	GS_HOLDER=$GS_HOLDER bash "$d/$name.sh" "$d/$name" "$2" "$3" </dev/null >"$d/$name.log" 2>&1 3>&- &
+	SUP=$!
+	track "$SUP"
+	wait_for 15 test -f "$d/$name.ready"
+	FIRST=$(cat "$d/$name.child")
+	track "$FIRST"
+}
+
+# child_of NAME: the loop's current holder pid.
+child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
+
+@test "restarters: a bash loop whose child takes 3 s to reopen the GPU: respawn reported at once, not clean, exit 1" {
+	loop sup 0.2 3000
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 eval '[ "$(child_of sup)" != "$FIRST" ]'
+	second=$(child_of sup)
+	track "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_dead "$FIRST"
+	assert_alive "$SUP" "$second"
+	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawns"
+	assert_eq "$(jqo '.respawns[0] | "\(.by) \(.stop_with) \(.before_gpu)"')" "parent $SUP (bash) --include-parent true" \
+		"respawned by"
+	# Seen before it opened the GPU: the new holder held nothing yet.
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib) \(.held_by | length)"')" \
+		"true 0 0" "GPU 0 at the verdict"
+	assert_match "$(jqo .summary)" "not clean: $second respawned by parent $SUP \\(bash\\), --include-parent would stop it" \
+		summary
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $FIRST) | .restarter | \"\(.kind) \(.pid) \(.name) \(.handling)\"")" \
+		"parent $SUP bash watched" "restarter in the plan"
+	# ... and the loop does bring the memory back.
+	wait_for 10 eval '[ "$(gpu_used 0)" = 2048 ]'
+}
+
+@test "restarters: --include-parent stops the bash loop first, then its holder: clean, and it stays clean" {
+	loop sup 0.2 3000
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$SUP,$FIRST" "targets, the parent first"
+	assert_eq "$(jqo '.plan.targets[0] | "\(.why) \(.why_pid) \(.restarter.handling)"')" \
+		"supervising parent of a target (--include-parent) $FIRST stopped (--include-parent)" "the parent"
+	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_dead "$SUP" "$FIRST"
+	# Longer than the loop's pause and its child's 3 s before opening.
+	stays_for 4.5 eval '[ "$(gpu_used 0)" = 0 ] && [ "$(child_of sup)" = "$FIRST" ]'
+}
+
+@test "restarters: a supervisor that sleeps 1.5 s before restarting is still caught by the watch" {
+	loop sup 1.5 1000
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 eval '[ "$(child_of sup)" != "$FIRST" ]'
+	second=$(child_of sup)
+	track "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawns"
+	assert_match "$(jqo '.respawns[0].by')" "^parent $SUP " "respawned by"
+}
+
+@test "restarters: the watch ends early when the watched parent exits (nothing can restart through it)" {
+	# A parent that runs its holder once: `bash -c` is not typed into, so
+	# it is a supervising parent and watched; it exits after its child.
+	launch once bash -c '"$1" --gpu 0 --mib 1024 --ready-file "$2"; exit 0' _ "$GS_HOLDER" "$BATS_TEST_TMPDIR/once.ready"
+	child=$(rpid once)
+	parent=$(awk '{print $4}' "/proc/$child/stat")
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo ".plan.targets[0].restarter | \"\(.kind) \(.pid) \(.handling)\"")" "parent $parent watched" restarter
+	assert_dead "$child" "$parent"
+	# Without the early end the watch alone would take 2.5 s.
+	assert_match "$(jqo .elapsed_s)" "^[01]\\." "elapsed (s)"
+}
+
+@test "restarters: a holder started from an interactive shell: the shell is no restarter, no false respawn, clean" {
+	pty_start sh "bash --norc --noprofile -i"
+	pty_type sh "'$GS_HOLDER' --gpu 0 --mib 1024 --ready-file '$BATS_TEST_TMPDIR/h.ready' -- python3 notebook.py"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/h.ready"
+	h=$(rpid h)
+	track "$h"
+	shell=$(awk '{print $4}' "/proc/$h/stat")
+	assert_eq "$(cat "/proc/$shell/comm")" bash "the holder's parent"
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$h" "targets: never the shell"
+	assert_eq "$(jqo '.plan.targets[0].restarter')" null restarter
+	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_dead "$h"
+}
+
+@test "restarters: the plan shows the supervising parent (text and JSON) and a dry run changes nothing" {
+	loop sup 0.2 0
+
+	run --separate-stderr gs reclaim --dry-run
+	assert_status 0
+	assert_match "$output" "Restarters \\(what would bring a target back\\):" "text plan"
+	assert_match "$output" "parent $SUP \\(bash\\) restarts $FIRST: watched \\(stop it with --include-parent\\)" "text plan"
+
+	run --separate-stderr gs reclaim --dry-run --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo '.plan.targets[0] | "\(.pid) \(.action) \(.restarter.kind) \(.restarter.handling)"')" \
+		"$SUP signal parent stopped (--include-parent)" "JSON plan"
+	assert_alive "$SUP" "$FIRST"
+}
