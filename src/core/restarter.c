@@ -276,6 +276,9 @@ static int cgroup_of(const struct gs_restarter_env *env, pid_t pid, struct gs_ow
 static const char *const launchers[] = {
 	"sudo", "su", "runuser", "sshd", "login", "slurmstepd", "srun", "conmon", "timeout", "nohup",
 	"script", "screen", "SCREEN", "tmux: server", "tmux",
+	/* namespace, scheduling and environment wrappers: they run one
+	 * command and exit with it (unshare --fork, nsenter, numactl) */
+	"unshare", "nsenter", "setsid", "env", "chroot", "taskset", "numactl", "nice", "ionice", "stdbuf", "flock",
 };
 
 static bool is_launcher(const char *comm)
