@@ -23,24 +23,21 @@
 /* Step of the fallback wait on kernels without pidfds. */
 #define NO_PIDFD_POLL_MS 10
 
-/* Read state (field 3) and starttime (field 22) of <pid>/stat. A private
- * reader rather than gs_pidstat_read (procinfo.c): this is the only identity
- * check before a signal, so it stays small, allocation-free and local.
- * Returns 0, -ESRCH when the process is gone, -EINVAL on unparsable text. */
-static int read_identity(int proc_fd, pid_t pid, uint64_t *ret_start, char *ret_state)
+/* Read the small /proc file <pid>/<name> into buf (NUL-terminated, at
+ * most len - 1 bytes), without allocating: the identity checks before a
+ * signal stay allocation-free. Returns 0, -ESRCH when the process is gone. */
+static int read_proc_text(int proc_fd, pid_t pid, const char *name, char *buf, size_t len)
 {
 	_cleanup_close_ int fd = -1;
-	char path[32], buf[2048], *p;
-	size_t len = 0;
-	uint64_t v = 0;
-	int field;
+	char path[48];
+	size_t got = 0;
 
-	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
 	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+	while (got < len - 1) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -49,9 +46,25 @@ static int read_identity(int proc_fd, pid_t pid, uint64_t *ret_start, char *ret_
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
+		got += (size_t)n;
 	}
-	buf[len] = '\0';
+	buf[got] = '\0';
+	return 0;
+}
+
+/* Read state (field 3) and starttime (field 22) of <pid>/stat. A private
+ * reader rather than gs_pidstat_read (procinfo.c): this is the only identity
+ * check before a signal, so it stays small, allocation-free and local.
+ * Returns 0, -ESRCH when the process is gone, -EINVAL on unparsable text. */
+static int read_identity(int proc_fd, pid_t pid, uint64_t *ret_start, char *ret_state)
+{
+	char buf[2048], *p;
+	uint64_t v = 0;
+	int field, r;
+
+	r = read_proc_text(proc_fd, pid, "stat", buf, sizeof(buf));
+	if (r < 0)
+		return r;
 	/* comm may contain spaces and ')': fields start after the LAST ')'. */
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
@@ -91,29 +104,14 @@ static int read_identity(int proc_fd, pid_t pid, uint64_t *ret_start, char *ret_
  * process is gone, other -errno. */
 static int read_threads(int proc_fd, pid_t pid)
 {
-	_cleanup_close_ int fd = -1;
-	char path[32], buf[4096];
+	char buf[4096];
 	const char *p;
-	size_t len = 0;
 	long v;
+	int r;
 
-	snprintf(path, sizeof(path), "%d/status", (int)pid);
-	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == ESRCH ? -ESRCH : -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
+	r = read_proc_text(proc_fd, pid, "status", buf, sizeof(buf));
+	if (r < 0)
+		return r;
 	p = strstr(buf, "\nThreads:");
 	if (!p)
 		return -EINVAL;
