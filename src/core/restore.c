@@ -1,5 +1,6 @@
 /* Starting again what reclaims stopped; see restore.h. */
 #include "core/restore.h"
+#include "core/restarter.h"
 #include "util/audit.h"
 #include "util/spawn.h"
 #include "util/util.h"
@@ -48,24 +49,6 @@ static void note(const struct gs_restore_hooks *h, const char *fmt, ...)
 	h->note(h->ud, text);
 }
 
-/* The command words of a container runtime: GPUSLATE_DOCKER or
- * GPUSLATE_PODMAN split on blanks (the client and its options, e.g.
- * "docker -H unix:///run/x.sock"), else the runtime's name. */
-static int runtime_words(const char *runtime, char *buf, size_t len, const char **words, size_t max, size_t *n)
-{
-	const char *env = getenv(!strcmp(runtime, "docker") ? "GPUSLATE_DOCKER" : "GPUSLATE_PODMAN");
-	char *save = NULL, *w;
-
-	gs_strlcpy(buf, env && *env ? env : runtime, len);
-	*n = 0;
-	for (w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		if (*n + 1 >= max)
-			return -EINVAL;
-		words[(*n)++] = w;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
 /* The argv that asks about (verb "show") or starts (verb "start") the
  * record's unit or container; words and buf hold it. */
 static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start, char *buf, size_t len,
@@ -74,7 +57,7 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 	size_t n = 0;
 
 	if (r->kind == GS_STOPPED_CONTAINER) {
-		if (runtime_words(r->runtime, buf, len, argv, max - 6, &n) < 0)
+		if (gs_runtime_argv(r->runtime, buf, len, argv, max - 6, &n) < 0)
 			return -EINVAL;
 		if (start) {
 			argv[n++] = "start";
