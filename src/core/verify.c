@@ -188,7 +188,6 @@ static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, p
 	if (fd < 0)
 		return false;
 	if (gs_procinfo_read_cmdline(fd, &cmd) == 0) {
-
 		for (size_t i = 0; i < w->n_idents && !same; i++)
 			same = (ppid ? w->idents[i].parent == ppid : w->idents[i].cgroup == cg) &&
 			       !strcmp(w->idents[i].exe, exe) &&
@@ -242,7 +241,7 @@ static int watch_cgroups(const struct gs_root *root, int proc_fd, const struct g
 
 		snprintf(path, sizeof(path), "%s%s/cgroup.procs", mnt, w->cgroups[k].path);
 		if (gs_read_file_at(root->sys_fd, path, 1 << 20, &txt, NULL) < 0)
-			continue; /* gone with its unit */ /* gone with its unit, or not the unified hierarchy */
+			continue; /* gone with its unit, or not the unified hierarchy */
 		for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 			const struct gs_pidstat *st = gs_ptable_find(pt, (pid_t)strtol(line, NULL, 10));
 			int e;
@@ -282,7 +281,6 @@ static int watch_children(int proc_fd, const struct gs_verify_opts *o, const str
 		any_parent = true;
 		for (size_t i = 0; i < pt->n; i++) {
 			const struct gs_pidstat *st = &pt->procs[i];
-
 			char by[320];
 			int e;
 
