@@ -172,6 +172,14 @@ static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel
 	return gs_set256_outside(h->gpus.bits, sel->bits) || gs_set256_outside(h->nvml_gpus.bits, sel->bits);
 }
 
+/* Is path the cgroup dir or below it? */
+static bool cgroup_below(const char *path, const char *dir)
+{
+	size_t len = strlen(dir);
+
+	return len > 1 && !strncmp(path, dir, len) && (path[len] == '\0' || path[len] == '/');
+}
+
 /* Stopping a container ends every process in it: only when every GPU
  * holder in it is a target on the selected GPUs only (as for a unit), and
  * every holder's owner could be read. */
@@ -186,7 +194,10 @@ static bool container_stop_is_contained(const struct gs_plan *p, const struct gs
 			continue;
 		if (!o->info_ok)
 			return false;
-		if (o->info.owner.kind != co->kind || strcmp(o->info.owner.name, co->name))
+		/* In it by name, or below its cgroup (a container nested in it,
+		 * named after the innermost one, ends with it too). */
+		if ((o->info.owner.kind != co->kind || strcmp(o->info.owner.name, co->name)) &&
+		    !cgroup_below(o->info.owner.cgroup, co->cgroup))
 			continue;
 		if (!gs_plan_find_target(p, o->pid) || holds_outside(o, &p->gpus))
 			return false;
@@ -295,10 +306,41 @@ static bool is_launcher(const char *comm)
  * daemon or a launcher that starts once (sudo, slurmstepd), not in another cgroup (a container's shim, a service manager:
  * their restarts are the container's or unit's policy), not a shell a
  * person types into. */
-static bool supervising_parent(const struct gs_plan *p, const struct gs_ptable *pt, const struct gs_restarter_env *env,
-			       const struct gs_pidstat *par, const struct gs_owner *child_owner, bool *ret_stoppable,
-			       char *stop_with, size_t stop_len)
+/* Would stopping parent par end a GPU holder that stays: par holds a GPU
+ * itself (left alone, or a target's parent that also holds another GPU),
+ * or a holder that is not a target descends from it (a supervisor ends its
+ * other workers on SIGTERM; an orphaned kernel or rank exits with it).
+ * *ret_pid names one. A holder whose identity is unknown counts. */
+static bool parent_end_ends_a_holder(const struct gs_plan *p, const struct gs_snapshot *s,
+				     const struct gs_ptable *pt, const struct gs_pidstat *par, pid_t *ret_pid)
 {
+	for (size_t i = 0; s && i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+
+		if (!h->alive)
+			continue;
+		if (h->pid == par->pid ||
+		    (!gs_plan_find_target(p, h->pid) && gs_ptable_is_ancestor(pt, par->pid, h->pid))) {
+			*ret_pid = h->pid;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Launchers whose child is a job's or a session's main process: ending
+ * that child ends the job (Slurm ends a batch job whose script exits). */
+static bool is_job_launcher(const char *comm)
+{
+	return !strcmp(comm, "slurmstepd");
+}
+
+static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+			       const struct gs_restarter_env *env, const struct gs_pidstat *par,
+			       const struct gs_owner *child_owner, bool *ret_stoppable, char *stop_with, size_t stop_len)
+{
+	pid_t ends = 0;
+
 	const struct gs_pidstat *gp;
 	struct gs_owner po;
 	char *cmd = NULL, in[256] = "";
@@ -331,6 +373,15 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_ptable *
 			snprintf(stop_with, stop_len, "--unit %.250s", po.name);
 		else
 			snprintf(stop_with, stop_len, "stopping the service that runs it");
+	} else if (gp && is_job_launcher(gp->comm)) {
+		/* A batch script: its end ends the job, every step with it. */
+		*ret_stoppable = false;
+		snprintf(stop_with, stop_len, "scancel (it is the job's batch script)");
+	} else if (parent_end_ends_a_holder(p, s, pt, par, &ends)) {
+		/* Watched only: --include-parent would end a holder that stays. */
+		*ret_stoppable = false;
+		snprintf(stop_with, stop_len, "nothing gpuslate will do: its end would end GPU holder %d, which stays",
+			 (int)ends);
 	}
 	return true;
 }
@@ -538,7 +589,7 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			continue;
 		}
 		par = st ? gs_ptable_find(pt, st->ppid) : NULL;
-		if (par && supervising_parent(p, pt, env, par, &own, &stoppable, rs.stop_with, sizeof(rs.stop_with))) {
+		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, rs.stop_with, sizeof(rs.stop_with))) {
 			char stop_with[320];
 
 			gs_strlcpy(stop_with, rs.stop_with, sizeof(stop_with));

@@ -391,6 +391,28 @@ static void test_container_with_restart_policy(void **state)
 	free_world(w);
 }
 
+/* docker-in-docker: a container nested in the one with the restart
+ * policy is named after the innermost container, but `docker stop` of the
+ * outer one ends it too: its GPU 1 holder keeps the outer one from being
+ * stopped through the runtime. */
+static void test_container_holding_a_nested_container_is_not_stopped(void **state)
+{
+	struct world *w = new_world();
+
+	(void)state;
+	proc(w, 300, 1, "containerd-shim", "containerd-shim-runc-v2", "/dev/null", "0::/system.slice/containerd.service\n");
+	holder(w, 301, 300, "python3", "0::/docker/" DOCKER_ID "\n", 0, 4096);
+	holder(w, 302, 300, "python3",
+	       "0::/docker/" DOCKER_ID "/docker/fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210\n", 1,
+	       1024);
+	w->container_policy = "always";
+	plan(w, "0", false);
+	assert_int_equal(w->plan.targets[0].action, GS_ACT_SIGNAL);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(restarter_of(w, 301)->handling, GS_HANDLE_WATCHED);
+	free_world(w);
+}
+
 static void test_kubernetes_pod_is_reported_never_acted_on(void **state)
 {
 	struct world *w = new_world();
@@ -473,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_parent_that_is_a_units_main_process_is_not_stopped),
 		cmocka_unit_test(test_restart_always_unit),
 		cmocka_unit_test(test_container_with_restart_policy),
+		cmocka_unit_test(test_container_holding_a_nested_container_is_not_stopped),
 		cmocka_unit_test(test_kubernetes_pod_is_reported_never_acted_on),
 		cmocka_unit_test(test_a_parent_that_is_a_target_comes_before_its_children),
 		cmocka_unit_test(test_main_pid_makes_the_unit_main_rule_exact),
