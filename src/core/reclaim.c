@@ -253,7 +253,17 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 		if (stopped_through_manager(t, stop))
 			continue; /* systemd and the runtimes do not restart what they stopped */
 		if (rs && rs->kind == GS_RESTARTER_PARENT) {
+			const struct gs_pidstat *ps = gs_ptable_find(pt, rs->pid);
+			pid_t gpp = ps ? ps->ppid : 0;
+
 			ms = GS_MAX(ms, GS_RESPAWN_WATCH_PARENT_MS);
+			/* The parent's end ends the watch early only when nothing
+			 * would start the parent again: its own parent is init
+			 * or one of ours, and no manager owns the target. */
+			if (gpp > 1 && !gs_ptable_is_ancestor(pt, gpp, self) && gs_ptable_find(pt, gpp))
+				other = GS_MAX(other, GS_RESPAWN_WATCH_PARENT_MS);
+			if (h && h->info_ok && owner_may_restart(h->info.owner.kind))
+				other = GS_MAX(other, GS_RESPAWN_WATCH_PARENT_MS);
 			continue;
 		}
 		if (rs && rs->kind == GS_RESTARTER_UNIT) {

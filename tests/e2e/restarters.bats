@@ -138,3 +138,58 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 		"$SUP signal parent stopped (--include-parent)" "JSON plan"
 	assert_alive "$SUP" "$FIRST"
 }
+
+@test "restarters: --include-parent leaves alone a parent whose end would end a holder of an unselected GPU" {
+	# A supervisor that ends all its workers on SIGTERM (torchrun's agent,
+	# a Ray raylet do): stopping it for the GPU 0 worker would end GPU 1's.
+	cat >"$BATS_TEST_TMPDIR/sup.sh" <<-'EOF2'
+		"$1" --gpu 0 --mib 1024 --ready-file "$2/a.ready" & a=$!
+		"$1" --gpu 1 --mib 2048 --ready-file "$2/b.ready" & b=$!
+		trap 'kill $a $b; exit 0' TERM
+		wait
+	EOF2
+	bash "$BATS_TEST_TMPDIR/sup.sh" "$GS_HOLDER" "$BATS_TEST_TMPDIR" </dev/null >"$BATS_TEST_TMPDIR/sup.log" 2>&1 3>&- &
+	track $!
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/a.ready" -a -f "$BATS_TEST_TMPDIR/b.ready"
+	a=$(rpid a); b=$(rpid b)
+	track "$a"; track "$b"
+	sup=$(awk '{print $4}' "/proc/$a/stat")
+	track "$sup"
+
+	run --separate-stderr gs reclaim -y -g 0 --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$a" "targets: never the supervisor"
+	assert_eq "$(jqo '.plan.targets[0].restarter | "\(.kind) \(.pid) \(.handling)"')" "parent $sup watched" restarter
+	assert_dead "$a"
+	stays_for 1 assert_alive "$sup" "$b"
+	assert_eq "$(gpu_used 1)" 2048 "GPU 1 still held by its job"
+}
+
+@test "restarters: a loop restarted by an outer loop: --include-parent's verdict holds" {
+	# The parent stopped with --include-parent is itself restarted by its
+	# own parent: its end must not end the watch early.
+	cat >"$BATS_TEST_TMPDIR/inner.sh" <<-'EOF2'
+		while true; do "$1" --gpu 0 --mib 1024 --delay-open-ms 800 --ready-file "$2/in.ready"; sleep 0.1; done
+	EOF2
+	cat >"$BATS_TEST_TMPDIR/outer.sh" <<-'EOF2'
+		while true; do bash "$2/inner.sh" "$1" "$2"; sleep 0.1; done
+	EOF2
+	bash "$BATS_TEST_TMPDIR/outer.sh" "$GS_HOLDER" "$BATS_TEST_TMPDIR" </dev/null >"$BATS_TEST_TMPDIR/outer.log" 2>&1 3>&- &
+	track $!
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/in.ready"
+	first=$(rpid in)
+	track "$first"
+	outer=$(awk '{print $4}' "/proc/$(awk '{print $4}' "/proc/$first/stat")/stat")
+	track "$outer"
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	assert_dead "$first"
+	if [ "$(jqo .verdict)" = clean ]; then
+		assert_status 0
+		stays_for 3 eval '[ "$(gpu_used 0)" = 0 ]'
+	else
+		assert_status 1
+		assert_match "$(jqo '.respawns | length')" "^[1-9]" respawns
+	fi
+	kill "$outer"
+}
