@@ -495,7 +495,11 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 		json_object_set_new(j, GS_JK_UNMATCHED, um);
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
-	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	{
+		char src[32];
+
+		json_object_set_new(j, "gpu_source", json_string(gs_snapshot_source(s, src, sizeof(src))));
+	}
 	json_object_set_new(j, "visibility",
 			    gs_json_visibility(s, p ? p->tolerance : GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 
