@@ -312,7 +312,7 @@ static void gone_owner(const struct gs_snapshot *s, const struct gs_holder *h, c
 	size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs)), off;
 
 	if (!n) {
-		snprintf(buf, len, "listed by NVML");
+		snprintf(buf, len, h->kfd_listed && !h->nvml_listed ? "listed by KFD" : "listed by NVML");
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "memory held by");

@@ -702,10 +702,10 @@ static int scan_pid_into(struct scan_worker *w, pid_t pid, struct gs_scan_proc *
 	} else if (r < 0) {
 		return r;
 	}
-	/* Maps are read where an NVIDIA fd was seen, and for every PID NVML
-	 * lists: a process may map the node and close its fds, and the
-	 * mapping (its CUDA context) is what keeps the memory. */
-	if (pp->n_fds == 0 && !listed)
+	/* Maps are read where a GPU fd was seen, and for every PID NVML (or
+	 * KFD) lists: a process may map the node and close its fds, and the
+	 * mapping (its CUDA or ROCm context) is what keeps the memory. */
+	if (pp->n_fds == 0 && pp->n_drm_fds == 0 && !listed)
 		return 0;
 	if (w->sh->read_maps) {
 		r = scan_maps(w, thread_fd_dir >= 0 ? thread_fd_dir : fd_dir, pp);
