@@ -18,6 +18,8 @@ static const char *const protected_names[] = {
 	"Xorg",
 	"X",
 	"Xwayland",
+	"rdcd",            /* ROCm Data Center daemon (rdc.service) */
+	"xpumd",           /* Intel XPU Manager daemon (xpum.service) */
 };
 
 /* comm is the executable name cut to 15 bytes by the kernel. */
@@ -61,6 +63,8 @@ static const char *const protected_units[] = {
 	"gdm3.service",
 	"sddm.service",
 	"lightdm.service",
+	"rdc.service",
+	"xpum.service",
 };
 
 /* systemd's SYSTEM_UID_MAX: accounts below it are made by packages, not

@@ -10,6 +10,15 @@
 
 /* Why a holder is left alone; a dead PID only KFD lists says so (the
  * plan's reasons name NVML, which listed every dead PID before AMD GPUs). */
+/* An NVIDIA GPU of the verdict whose memory was not polled. */
+static bool has_unpolled_nvidia(const struct gs_snapshot *s, const struct gs_verify_result *v)
+{
+	for (size_t g = 0; g < v->n_gpus; g++)
+		if (!v->gpus[g].mem_known && s->gpus[v->gpus[g].gpu].vendor == GS_VENDOR_NVIDIA)
+			return true;
+	return false;
+}
+
 static const char *leave_text(const struct gs_leftalone *l, const struct gs_holder *h)
 {
 	if (l->why == GS_LEAVE_DEAD && h->kfd_listed && !h->nvml_listed)
@@ -417,7 +426,16 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		for (size_t i = 0; i < v->n_respawns; i++)
 			fprintf(f, "respawned: %d (%s) by %s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
 				GS_SAFE(v->respawns[i].by));
-		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
+
+			if (!v->gpus[g].mem_known && gp->vendor != GS_VENDOR_NVIDIA)
+				fprintf(f, "GPU %u: memory not verified: %s\n", gp->index,
+					gp->vendor == GS_VENDOR_INTEL
+						? "Intel's used memory is its clients' fdinfo, not polled (holders only)"
+						: "no memory figure from sysfs (holders only)");
+		}
+		if (v->memory_unverified && strcmp(s->gpu_source, "nvml") && has_unpolled_nvidia(s, v))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)
 			fprintf(f, "driver failure: %s\n", GS_SAFE(v->driver_error));
