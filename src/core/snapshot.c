@@ -301,7 +301,7 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 
 			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
 				.pid = procs[i].pid, .gpu = (unsigned)g,
-				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used,
+				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used, .source = "nvml",
 			};
 			if (procs[i].pid == d->self || procs[i].pid == d->backend->helper_pid)
 				continue;
@@ -315,6 +315,7 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 			if (procs[i].mem_known) {
 				h->mem_known = true;
 				h->mem_used += procs[i].mem_used;
+				h->mem_source = "nvml";
 			}
 		}
 		free(procs);
@@ -575,7 +576,7 @@ static int add_kfd_processes(struct gs_discover *d, struct gs_snapshot *s, struc
 				continue;
 			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
 				.pid = procs[i].pid, .gpu = (unsigned)g,
-				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used,
+				.mem_known = procs[i].mem_known, .mem_used = procs[i].mem_used, .source = "kfd",
 			};
 			h = holder_get(hv, procs[i].pid, true);
 			if (!h) {
@@ -682,6 +683,7 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 				if (known && any && (!e->mem_known || vram > e->mem_used)) {
 					e->mem_used = vram;
 					e->mem_known = true;
+					e->source = "fdinfo";
 				}
 				continue;
 			}
@@ -694,11 +696,21 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 			}
 			s->nvml = e;
 			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
-				.pid = sp->pid, .gpu = (unsigned)g, .mem_known = true, .mem_used = vram,
+				.pid = sp->pid, .gpu = (unsigned)g, .mem_known = true, .mem_used = vram, .source = "fdinfo",
 			};
 		}
 		if (r < 0)
 			break;
+		if (!all_known) {
+			size_t len = strlen(s->drm_note);
+
+			snprintf(s->drm_note + len, sizeof(s->drm_note) - len,
+				 "%sGPU %u (%s): DRM fdinfo gives no memory figure for some clients (no drm- memory"
+				 " keys: a kernel before 5.19, or unreadable); process memory from %s", len ? "; " : "",
+				 gp->index, gp->driver,
+				 gp->vendor == GS_VENDOR_AMD && gs_drm_kfd_state(d->drm) == 0 ? "KFD, GPU memory from sysfs"
+											   : "nowhere");
+		}
 		if (gp->vendor == GS_VENDOR_AMD && gs_drm_kfd_state(d->drm) == 0)
 			gs_gpuset_add(&s->nvml_listed, (unsigned)g);
 		else if (all_known)
@@ -763,6 +775,10 @@ static void add_drm_holder_memory(struct gs_snapshot *s)
 		if (e->mem_known) {
 			h->mem_known = true;
 			h->mem_used = e->mem_used > UINT64_MAX - h->mem_used ? UINT64_MAX : h->mem_used + e->mem_used;
+			if (!h->mem_source)
+				h->mem_source = e->source;
+			else if (strcmp(h->mem_source, e->source))
+				h->mem_source = strcmp(h->mem_source, "nvml") ? "kfd+fdinfo" : "mixed";
 		}
 	}
 }

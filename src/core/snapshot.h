@@ -71,6 +71,7 @@ struct gs_holder {
 	bool fds_denied;          /* its fds could not be read (permission) */
 	bool mem_known;
 	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML; AMD/Intel: KFD or DRM fdinfo */
+	const char *mem_source;   /* "nvml", "kfd", "fdinfo", "kfd+fdinfo"...; NULL when unknown */
 	enum gs_role role;
 	/* Calls itself a protected daemon (comm, argv[0] or executable name)
 	 * but its executable, unit or uid do not bear that out: a name any
@@ -91,6 +92,7 @@ struct gs_nvml_entry {
 	unsigned gpu;             /* snapshot GPU index */
 	bool mem_known;
 	uint64_t mem_used;        /* bytes on that GPU */
+	const char *source;       /* "nvml", "kfd", "fdinfo" */
 };
 
 struct gs_snapshot {
@@ -98,6 +100,9 @@ struct gs_snapshot {
 	const char *gpu_source;   /* NVIDIA's: "nvml", "procfs" or "none" */
 	bool drm;                 /* AMD/Intel GPUs were looked for (the DRM backend is open) */
 	char gpu_warning[512];    /* why NVML was not used, "" when it was */
+	/* What the AMD/Intel figures lack, in words ("" when nothing): e.g.
+	 * DRM clients without memory keys (amdgpu before 5.19). */
+	char drm_note[384];
 	char driver_version[80];
 	struct gs_gpu *gpus;
 	size_t n_gpus;

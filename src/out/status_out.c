@@ -212,6 +212,7 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 				? json_integer(in->status.nspid) : json_null());
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
+	json_object_set_new(j, "memory_source", h->mem_known && h->mem_source ? json_string(h->mem_source) : json_null());
 	json_object_set_new(j, GS_JK_ROLE, json_string(gs_role_str(h->role)));
 	json_object_set_new(j, "protected_name_unverified", json_boolean(h->protected_unverified));
 	json_object_set_new(j, "nvml_listed", json_boolean(h->nvml_listed));
@@ -257,6 +258,8 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			json_array_append_new(procs, gs_json_process(&s->holders[i], s));
 	if (s->gpu_warning[0])
 		json_array_append_new(warn, gs_json_text(s->gpu_warning));
+	if (s->drm_note[0])
+		json_array_append_new(warn, gs_json_text(s->drm_note));
 	json_object_set_new(j, GS_JK_WARNINGS, warn);
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_PROCESSES, procs);
