@@ -37,7 +37,7 @@ static int open_drm(struct gs_discover *d)
 	}
 	/* A host of AMD/Intel GPUs only: no NVIDIA driver is the normal case
 	 * there, not something to warn about. */
-	if (!strcmp(d->gpu_source, "none"))
+	if (d->gpu_source && !strcmp(d->gpu_source, "none"))
 		d->gpu_warning[0] = '\0';
 	(void)d->drm->ops->count(d->drm, &n);
 	for (unsigned i = 0; i < n && i < GS_DEVSET_DRM_MAX; i++) {

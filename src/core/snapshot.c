@@ -247,7 +247,7 @@ static int read_gpus(struct gs_discover *d, struct gs_snapshot *s)
 		if (r < 0)
 			return r;
 		s->gpus[s->n_gpus].backend_index = s->gpus[s->n_gpus].index;
-		if (s->gpus[s->n_gpus].mem_known && !strcmp(d->gpu_source, "nvml"))
+		if (s->gpus[s->n_gpus].mem_known && d->gpu_source && !strcmp(d->gpu_source, "nvml"))
 			s->gpus[s->n_gpus].mem_source = "nvml";
 		s->n_gpus++;
 	}

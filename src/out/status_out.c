@@ -660,6 +660,16 @@ static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format
 		fprintf(f, "%llu%s", (unsigned long long)((bytes + GS_MIB - 1) / GS_MIB), fmt->units ? " MiB" : "");
 }
 
+/* nvidia-smi's count: the NVIDIA GPUs. */
+static size_t nvidia_count(const struct gs_snapshot *s)
+{
+	size_t n = 0;
+
+	for (size_t g = 0; g < s->n_gpus; g++)
+		n += s->gpus[g].vendor == GS_VENDOR_NVIDIA;
+	return n;
+}
+
 int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			   const char *fields, const char *format, char *err, size_t errlen)
 {
@@ -674,7 +684,8 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
 
-		if (!gs_gpuset_has(sel, (unsigned)g))
+		/* nvidia-smi lists NVIDIA GPUs only; status and --json show all. */
+		if (!gs_gpuset_has(sel, (unsigned)g) || gp->vendor != GS_VENDOR_NVIDIA)
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			if (i)
@@ -685,7 +696,7 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 			case F_NAME: fputs(GS_SAFE(gp->name), f); break;
 			case F_BUS: fputs(gp->pci_bus_id[0] ? GS_SAFE(gp->pci_bus_id) : "[N/A]", f); break;
 			case F_DRIVER: fputs(s->driver_version[0] ? GS_SAFE(s->driver_version) : "[N/A]", f); break;
-			case F_COUNT: fprintf(f, "%zu", s->n_gpus); break;
+			case F_COUNT: fprintf(f, "%zu", nvidia_count(s)); break;
 			case F_MINOR: fprintf(f, "%u", gp->minor); break;
 			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
 			case F_MEM_RESERVED:
@@ -724,7 +735,8 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 		const struct gs_holder *h = gs_snapshot_find(s, e->pid);
 		bool info = h && h->info_ok && h->alive;
 
-		if (!gs_gpuset_has(sel, e->gpu))
+		/* nvidia-smi's view: NVIDIA GPUs only (KFD and fdinfo rows are not NVML's). */
+		if (!gs_gpuset_has(sel, e->gpu) || gp->vendor != GS_VENDOR_NVIDIA)
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			if (i)

@@ -151,7 +151,9 @@ static enum gs_node_kind classify_rdev(const struct gs_devset *ds, dev_t rdev, u
 		return GS_NODE_UVM;
 	if (ds->caps_major && maj == ds->caps_major)
 		return GS_NODE_CAPS;
-	if (ds->kfd_major && maj == ds->kfd_major)
+	/* /dev/kfd only serves the AMD GPUs the DRM backend found: without
+	 * them (amdgpu loaded for a display, say) it is not a GPU of ours. */
+	if (ds->kfd_major && maj == ds->kfd_major && ds->drm_gpus)
 		return GS_NODE_KFD;
 	/* DRM: only the nodes of our GPUs; 226 is also a BMC's display. */
 	for (size_t i = 0; i < ds->n_drm; i++)
@@ -362,6 +364,7 @@ int gs_devset_add_drm(struct gs_devset *ds, int dev_fd, unsigned gpu, unsigned c
 	struct stat st;
 	int r;
 
+	ds->drm_gpus = true;
 	r = add_drm_rdev(ds, card_dev, gpu);
 	if (r == 0)
 		r = add_drm_rdev(ds, render_dev, gpu);

@@ -49,6 +49,7 @@ struct gs_devset {
 	unsigned kfd_major;     /* "kfd" in /proc/devices, 0 when not loaded */
 	struct gs_drm_rdev drm[2 * GS_DEVSET_DRM_MAX]; /* card and render node of each DRM GPU */
 	size_t n_drm;
+	bool drm_gpus;          /* gs_devset_add_drm was called: /dev/kfd is ours */
 	struct gs_node_id *ids; /* identities of the nodes found under the dev root */
 	size_t n_ids, cap_ids;
 };

@@ -857,6 +857,7 @@ static int worker_init(struct scan_worker *w, struct scan_shared *sh)
 	w->view.kfd_major = sh->ds->kfd_major;
 	memcpy(w->view.drm, sh->ds->drm, sizeof(w->view.drm));
 	w->view.n_drm = sh->ds->n_drm;
+	w->view.drm_gpus = sh->ds->drm_gpus;
 	w->fdbuf = malloc(DIRBUF_SIZE + MAPSBUF_SIZE + LINKBUF_SIZE);
 	if (!w->fdbuf)
 		return -ENOMEM;

@@ -90,6 +90,14 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 		"false fdinfo 2" "Intel worker"
 	assert_eq "$(jqo ".processes[] | select(.pid == $nv) | \"\(.memory_source) \(.gpus | join(\",\"))\"")" "nvml 0" "NVIDIA worker"
 
+	# nvidia-smi's view stays NVIDIA's: its GPUs and NVML's rows only.
+	run --separate-stderr gs status --query-gpu=index,name,memory.used --format=csv,noheader,nounits
+	assert_status 0
+	assert_eq "$output" "0, NVIDIA H200, 2048
+1, NVIDIA H200, 0" "--query-gpu"
+	run --separate-stderr gs status --query-compute-apps=pid,used_memory --format=csv,noheader,nounits
+	assert_eq "$output" "$nv, 2048" "--query-compute-apps"
+
 	# -g: the AMD GPU by its unique id, the Intel one by its PCI address in NVML's form.
 	run --separate-stderr gs status --json -g "$AMD_UUID,00000000:83:00.0"
 	assert_status 0
