@@ -658,7 +658,11 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 	for (size_t g = 0; g < s->n_gpus && r == 0; g++) {
 		struct gs_gpu *gp = &s->gpus[g];
 		struct gs_drm_gpu dg;
-		bool all_known = true;
+		/* all_known: every fd on it gave a figure; accounted: every
+		 * process on it has one, from fdinfo or KFD. Without that, what
+		 * no process is seen to hold cannot be told from the driver's
+		 * own buffers, and nothing is estimated or excused. */
+		bool all_known = true, accounted = true;
 
 		if (gp->vendor == GS_VENDOR_NVIDIA || gs_drm_gpu_info(d->drm, gp->backend_index, &dg) < 0)
 			continue;
@@ -678,6 +682,7 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 				break;
 			all_known &= known && sp->drm.n_no_stats == 0;
 			e = find_entry(s, sp->pid, (unsigned)g);
+			accounted &= (known && sp->drm.n_no_stats == 0) || (e && e->mem_known);
 			if (e) {
 				/* KFD's figure, raised to fdinfo's when that is larger. */
 				if (known && any && (!e->mem_known || vram > e->mem_used)) {
@@ -708,12 +713,9 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 				 "%sGPU %u (%s): DRM fdinfo gives no memory figure for some clients (no drm- memory"
 				 " keys: a kernel before 5.19, or unreadable); process memory from %s", len ? "; " : "",
 				 gp->index, gp->driver,
-				 gp->vendor == GS_VENDOR_AMD && gs_drm_kfd_state(d->drm) == 0 ? "KFD, GPU memory from sysfs"
-											   : "nowhere");
+				 accounted ? "KFD, GPU memory from sysfs" : "nowhere: memory not verified");
 		}
-		if (gp->vendor == GS_VENDOR_AMD && gs_drm_kfd_state(d->drm) == 0)
-			gs_gpuset_add(&s->nvml_listed, (unsigned)g);
-		else if (all_known)
+		if (accounted)
 			gs_gpuset_add(&s->nvml_listed, (unsigned)g);
 		if (gp->vendor == GS_VENDOR_INTEL && !gp->mem_known) {
 			struct gs_gpu_mem m;

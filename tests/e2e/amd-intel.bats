@@ -213,3 +213,23 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_status 3
 	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: "
 }
+
+@test "amd-intel: a holder whose memory nobody reports is never taken for the driver's own buffers (unverified, not clean)" {
+	# A render-node client of an amdgpu without memory keys, no KFD context:
+	# nothing says how much of the used figure is its.
+	start_holder gfx --open "$AMD_RENDER"
+	gfx=$(rpid gfx)
+	amd_used 1024
+	mkdrm fdinfo "$GS_HOST" "$gfx" "$(fd_of gfx "$AMD_RENDER")" amdgpu "$AMD_PCI" 61 --no-mem-keys
+	start_driver
+
+	run --separate-stderr gs status --json -g 3
+	assert_status 0
+	assert_eq "$(jqo '"\(.gpus[0].memory_basis) \(.gpus[0].memory_used_mib) \(.gpus[0].unowned_mib)"')" "v1 1304 null" "GPU 3"
+	assert_match "$stderr" "GPU 3 \\(amdgpu\\): DRM fdinfo gives no memory figure.*nowhere: memory not verified" "said so"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 3
+	assert_eq "$(jqo .verdict)" unverified "verdict"
+	assert_dead "$gfx"
+}
