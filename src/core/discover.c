@@ -41,7 +41,7 @@ static int open_drm(struct gs_discover *d)
 		d->gpu_warning[0] = '\0';
 	(void)d->drm->ops->count(d->drm, &n);
 	for (unsigned i = 0; i < n && i < GS_DEVSET_DRM_MAX; i++) {
-		struct gs_drm_gpu g;
+		struct gs_drm_gpu g = { 0 };
 		unsigned render = UINT_MAX;
 
 		if (gs_drm_gpu_info(d->drm, i, &g) < 0)
@@ -175,7 +175,7 @@ bool gs_discover_polls_memory(const struct gs_discover *d)
 
 bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g)
 {
-	struct gs_drm_gpu dg;
+	struct gs_drm_gpu dg = { 0 };
 
 	if (g->vendor == GS_VENDOR_NVIDIA)
 		return gs_discover_polls_memory(d);

@@ -192,7 +192,7 @@ static int read_drm_gpus(struct gs_discover *d, struct gs_snapshot *s, unsigned 
 		return r;
 	for (unsigned i = 0; i < n && s->n_gpus < GS_MAX_GPUS; i++) {
 		struct gs_gpu *gp = &s->gpus[s->n_gpus];
-		struct gs_drm_gpu dg;
+		struct gs_drm_gpu dg = { 0 };
 
 		r = d->drm->ops->info(d->drm, i, gp);
 		if (r == 0)
@@ -657,7 +657,7 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 		r = gs_drm_usage_merge(&host, &scan->procs[i].drm);
 	for (size_t g = 0; g < s->n_gpus && r == 0; g++) {
 		struct gs_gpu *gp = &s->gpus[g];
-		struct gs_drm_gpu dg;
+		struct gs_drm_gpu dg = { 0 };
 		/* all_known: every fd on it gave a figure; accounted: every
 		 * process on it has one, from fdinfo or KFD. Without that, what
 		 * no process is seen to hold cannot be told from the driver's
