@@ -48,6 +48,21 @@ const char *gs_protected_name(size_t i)
 	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
 }
 
+static const char *const drm_monitor_names[] = {
+	"rocm-smi", "amd-smi", "amdgpu_top", "nvtop", "radeontop", "xpu-smi", "intel_gpu_top", "pmdaamdgpu",
+};
+
+bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(drm_monitor_names); i++) {
+		if (comm && comm_matches(comm, drm_monitor_names[i]))
+			return true;
+		if (argv0_name && strcmp(argv0_name, drm_monitor_names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Their units, for a process whose executable cannot be read (another
  * user's when gpuslate is not root): only root creates system units. */
 static const char *const protected_units[] = {

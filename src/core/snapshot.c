@@ -515,6 +515,9 @@ static void classify(const struct gs_snapshot *s, struct gs_holder *h)
 	h->protected_unverified = prot == GS_PROT_UNVERIFIED;
 	if (prot == GS_PROT_VERIFIED)
 		h->role = GS_ROLE_PROTECTED;
+	else if (h->n_drm_fds && !h->n_fds && gs_minorset_empty(&h->map_minors) && h->info_ok &&
+		 gs_is_drm_monitor_name(h->info.st.comm, h->info.name))
+		h->role = GS_ROLE_CLIENT; /* an AMD/Intel monitor, even with memory of its own */
 	else if (nvml_confirmed(h) || h->maps_gpu || (h->n_drm_fds && holds_drm_vram(s, h)))
 		h->role = GS_ROLE_COMPUTE;
 	else

@@ -23,6 +23,8 @@ static const char *leave_text(const struct gs_leftalone *l, const struct gs_hold
 {
 	if (l->why == GS_LEAVE_DEAD && h->kfd_listed && !h->nvml_listed)
 		return "no such process (listed by KFD)";
+	if (l->why == GS_LEAVE_CLIENT && h->mem_known && h->mem_used)
+		return "GPU monitor, a client by its name (--include-clients to stop it)";
 	return gs_leave_str(l->why);
 }
 

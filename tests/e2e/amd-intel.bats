@@ -233,3 +233,24 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_eq "$(jqo .verdict)" unverified "verdict"
 	assert_dead "$gfx"
 }
+
+@test "amd-intel: a GPU monitor that holds memory of its own (xpu-smi, amd-smi) is a client by its name and left alone" {
+	rocm_worker job
+	# amd-smi with a mapped render node and 64 MiB of its own.
+	start_holder mon --as amd-smi --open "$AMD_RENDER"
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used $((2048 + 64))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 71 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$mon" "$(fd_of mon "$AMD_RENDER")" amdgpu "$AMD_PCI" 72 --vram-mib 64
+
+	run --separate-stderr gs status --json -g 3
+	assert_eq "$(jqo ".processes[] | select(.pid == $mon) | \"\(.role) \(.memory_mib)\"")" "client 64" "monitor"
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | .role")" compute "worker"
+
+	# Only the worker is a target; the monitor's 64 MiB stay, and say so.
+	run --separate-stderr gs reclaim -n -g 3 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "$job" "targets"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .reason")" "^GPU monitor, a client by its name" "monitor left alone"
+	assert_alive "$job" "$mon"
+}
