@@ -52,6 +52,15 @@ static int open_drm(struct gs_discover *d)
 				      g.render_dev_known ? g.render_dev : 0);
 		if (r == -ENOMEM)
 			return r;
+		if (r < 0) {
+			/* Its char nodes still match by rdev; a plain-file node
+			 * under the dev root may not: said, not hidden. */
+			size_t len = strlen(d->gpu_warning);
+
+			snprintf(d->gpu_warning + len, sizeof(d->gpu_warning) - len,
+				 "%scard%u's device files under %s/dri: %s", len ? "; " : "", g.card, d->root.dev_path,
+				 strerror(-r));
+		}
 	}
 	return 0;
 }
@@ -70,8 +79,12 @@ int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
 	r = open_drm(d);
 	if (r == 0 && opts->fdinfo_shadow && opts->fdinfo_shadow[0]) {
 		d->fdinfo_shadow_fd = open(opts->fdinfo_shadow, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d->fdinfo_shadow_fd < 0)
+		if (d->fdinfo_shadow_fd < 0) {
 			r = -errno;
+			snprintf(d->error, sizeof(d->error), "GPUSLATE_FDINFO_SHADOW '%.300s': %s", opts->fdinfo_shadow,
+				 strerror(-r));
+			r = r == -ENOMEM ? r : -EINVAL;
+		}
 	}
 	if (r < 0)
 		gs_discover_close(d);

@@ -190,6 +190,15 @@ static int read_drm_gpus(struct gs_discover *d, struct gs_snapshot *s, unsigned 
 	r = d->drm->ops->count(d->drm, &n);
 	if (r < 0)
 		return r;
+	/* Only the GPUs whose nodes discovery recorded: a GPU whose holders
+	 * the scan cannot see must not be listed as if it had none. */
+	if (n > GS_DEVSET_DRM_MAX) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "%u AMD/Intel GPUs: the first %u are shown", n, GS_DEVSET_DRM_MAX);
+		add_warning(s, msg);
+		n = GS_DEVSET_DRM_MAX;
+	}
 	for (unsigned i = 0; i < n && s->n_gpus < GS_MAX_GPUS; i++) {
 		struct gs_gpu *gp = &s->gpus[s->n_gpus];
 		struct gs_drm_gpu dg = { 0 };
