@@ -50,6 +50,10 @@ const char *gs_protected_name(size_t i)
 
 static const char *const drm_monitor_names[] = {
 	"rocm-smi", "amd-smi", "amdgpu_top", "nvtop", "radeontop", "xpu-smi", "intel_gpu_top", "pmdaamdgpu",
+	/* Wayland compositors, the display servers of a desktop on an AMD or
+	 * Intel card. They run as the desktop's user, so they can never pass
+	 * as protected (a user's process is not); spared by name instead. */
+	"gnome-shell", "kwin_wayland", "kwin_x11", "sway", "weston", "Hyprland",
 };
 
 bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name)

@@ -27,7 +27,7 @@ enum gs_node_kind {
 	GS_NODE_KFD,     /* /dev/kfd (AMD ROCm compute, every AMD GPU) */
 };
 
-#define GS_DEVSET_DRM_MAX 64 /* DRM GPUs whose nodes are matched by rdev */
+#define GS_DEVSET_DRM_MAX 64u /* DRM GPUs whose nodes are matched by rdev */
 
 struct gs_node_id {
 	dev_t dev;       /* st_dev of the node (or plain file) */
