@@ -8,15 +8,15 @@
 _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 	--grace --timeout --tolerance --reason --query-gpu --query-compute-apps
 	--format -w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
-	--connect-timeout --command-timeout --nvml-lib --dev-root --proc-root
-	--nvml-timeout'
+	--connect-timeout --command-timeout --nvml-lib --dev-root --sys-root
+	--proc-root --nvml-timeout'
 
 # Options of every command offered to people: not --remote (gpuslate passes
 # it to the far side itself) nor --proc-root (for reading a /proc copy in
 # tests); both are still accepted and skipped with their arguments.
 _gpuslate_common='-g --gpus --json -q --quiet -v --verbose -w --hosts -x --exclude
 	-f --fanout --hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
-	--nvml-lib --dev-root --no-nvml --nvml-timeout -h --help -V --version'
+	--nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout -h --help -V --version'
 
 _gpuslate_cmd_opts()
 {
@@ -66,8 +66,8 @@ _gpuslate_gpus()
 	local args=() i
 	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
 		case ${COMP_WORDS[i]} in
-		--nvml-lib | --dev-root | --proc-root) args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}") ;;
-		--nvml-lib=* | --dev-root=* | --proc-root=* | --no-nvml) args+=("${COMP_WORDS[i]}") ;;
+		--nvml-lib | --dev-root | --sys-root | --proc-root) args+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}") ;;
+		--nvml-lib=* | --dev-root=* | --sys-root=* | --proc-root=* | --no-nvml) args+=("${COMP_WORDS[i]}") ;;
 		esac
 	done
 	command -v timeout >/dev/null 2>&1 || return
@@ -165,7 +165,7 @@ _gpuslate_value()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		compopt -o filenames 2>/dev/null
 		;;
-	--dev-root | --proc-root)
+	--dev-root | --sys-root | --proc-root)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		compopt -o filenames 2>/dev/null
 		;;

@@ -28,6 +28,8 @@ void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapsh
 					? "GPUs from /proc/driver/nvidia, holders from the fd scan, no memory figures"
 					: "holders from the fd scan only");
 	}
+	if (s->drm_note[0])
+		gs_warn("%s", s->drm_note);
 	{
 		/* The driver reports host PIDs. If none of them exists here, we
 		 * are most likely inside a container's PID namespace. */

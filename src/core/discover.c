@@ -1,20 +1,101 @@
 /* The discovery session; see discover.h. */
 #include "core/discover.h"
+#include "gpu/drm.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+/* AMD and Intel GPUs beside the NVIDIA ones: the DRM backend, and the
+ * identities of their nodes for the scan. A host without them (no DRM
+ * class, only a BMC's display or NVIDIA cards) has none; a sysfs that
+ * cannot be read is said in the warning, not fatal: the NVIDIA GPUs are
+ * still there. Returns 0 or -ENOMEM. */
+static int open_drm(struct gs_discover *d)
+{
+	unsigned n = 0;
+	int r = gs_drm_open(&d->root, &d->drm);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		d->drm = NULL;
+		if (r != -ENOENT && r != -ENODEV) {
+			size_t len = strlen(d->gpu_warning);
+
+			snprintf(d->gpu_warning + len, sizeof(d->gpu_warning) - len,
+				 "%sAMD/Intel GPUs unreadable (%s/class/drm: %s)", len ? "; " : "",
+				 d->root.sys_path, strerror(-r));
+		}
+		return 0;
+	}
+	/* A host of AMD/Intel GPUs only: no NVIDIA driver is the normal case
+	 * there, not something to warn about. */
+	if (d->gpu_source && !strcmp(d->gpu_source, "none"))
+		d->gpu_warning[0] = '\0';
+	(void)d->drm->ops->count(d->drm, &n);
+	for (unsigned i = 0; i < n && i < GS_DEVSET_DRM_MAX; i++) {
+		struct gs_drm_gpu g = { 0 };
+		unsigned render = UINT_MAX;
+
+		if (gs_drm_gpu_info(d->drm, i, &g) < 0)
+			continue;
+		if (g.render_dev_known)
+			render = minor(g.render_dev);
+		r = gs_devset_add_drm(&d->devs, d->root.dev_fd, i, g.card, g.card_dev_known ? g.card_dev : 0, render,
+				      g.render_dev_known ? g.render_dev : 0);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			/* Its char nodes still match by rdev; a plain-file node
+			 * under the dev root may not: said, not hidden. */
+			size_t len = strlen(d->gpu_warning);
+
+			snprintf(d->gpu_warning + len, sizeof(d->gpu_warning) - len,
+				 "%scard%u's device files under %s/dri: %s", len ? "; " : "", g.card, d->root.dev_path,
+				 strerror(-r));
+		}
+	}
+	return 0;
+}
+
+static int open_nvidia(struct gs_discover *d, const struct gs_discover_opts *opts);
+
 int gs_discover_open(struct gs_discover *d, const struct gs_discover_opts *opts)
+{
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->fdinfo_shadow_fd = -1;
+	r = open_nvidia(d, opts);
+	if (r < 0)
+		return r;
+	r = open_drm(d);
+	if (r == 0 && opts->fdinfo_shadow && opts->fdinfo_shadow[0]) {
+		d->fdinfo_shadow_fd = open(opts->fdinfo_shadow, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d->fdinfo_shadow_fd < 0) {
+			r = -errno;
+			snprintf(d->error, sizeof(d->error), "GPUSLATE_FDINFO_SHADOW '%.300s': %s", opts->fdinfo_shadow,
+				 strerror(-r));
+			r = r == -ENOMEM ? r : -EINVAL;
+		}
+	}
+	if (r < 0)
+		gs_discover_close(d);
+	return r;
+}
+
+static int open_nvidia(struct gs_discover *d, const struct gs_discover_opts *opts)
 {
 	char err[256] = "";
 	int r;
 
-	memset(d, 0, sizeof(*d));
 	d->self = getpid();
 	{
 		/* The real /proc, whatever the root: it is this process. */
@@ -105,10 +186,24 @@ bool gs_discover_polls_memory(const struct gs_discover *d)
 	return d->backend && d->backend->ops->memory;
 }
 
+bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g)
+{
+	struct gs_drm_gpu dg = { 0 };
+
+	if (g->vendor == GS_VENDOR_NVIDIA)
+		return gs_discover_polls_memory(d);
+	return d->drm && gs_drm_gpu_info(d->drm, g->backend_index, &dg) == 0 && dg.vram_used_known;
+}
+
 void gs_discover_close(struct gs_discover *d)
 {
 	gs_gpu_backend_close(d->backend);
 	d->backend = NULL;
+	gs_gpu_backend_close(d->drm);
+	d->drm = NULL;
+	if (d->fdinfo_shadow_fd > 0) /* 0: a zeroed session that never opened one */
+		close(d->fdinfo_shadow_fd);
+	d->fdinfo_shadow_fd = -1;
 	gs_devset_free(&d->devs);
 	gs_root_close(&d->root);
 }

@@ -22,6 +22,9 @@ struct gs_discover_opts {
 	const char *nvml_lib;     /* NULL: libnvidia-ml.so.1 */
 	bool no_nvml;             /* skip NVML entirely (tests, --no-nvml) */
 	unsigned nvml_timeout_ms;
+	/* Test fixtures for the drm- keys of fdinfo (GPUSLATE_FDINFO_SHADOW,
+	 * docs/amd-intel.md 5.1); NULL: none. */
+	const char *fdinfo_shadow;
 };
 
 /* The driver's reservation of one GPU when NVML has only v1 memory info,
@@ -41,8 +44,12 @@ struct gs_v1_reserve {
 struct gs_discover {
 	struct gs_root root;
 	struct gs_devset devs;
-	struct gs_gpu_backend *backend; /* NULL when no GPU information at all */
-	const char *gpu_source;
+	struct gs_gpu_backend *backend; /* NVIDIA's; NULL when no NVIDIA GPU information at all */
+	const char *gpu_source;   /* NVIDIA's source: "nvml", "procfs", "none" */
+	/* AMD and Intel GPUs (gpu/drm.h), NULL when the host has none. Their
+	 * snapshot indices follow the NVIDIA ones. */
+	struct gs_gpu_backend *drm;
+	int fdinfo_shadow_fd;     /* -1: none */
 	char gpu_warning[512];
 	char error[384];          /* why opening failed (a hung NVML), "" otherwise */
 	pid_t self;
@@ -50,6 +57,9 @@ struct gs_discover {
 	bool gpus_only;           /* snapshots skip holders (nvidia-smi style GPU queries) */
 	unsigned n_full_snapshots;
 	struct gs_v1_reserve v1_reserved[GS_MAX_GPUS]; /* by backend index */
+	/* amdgpu's mem_info_vram_used counts the driver's own buffers: the
+	 * same estimate as v1's, by DRM backend index. */
+	struct gs_v1_reserve drm_reserved[GS_DEVSET_DRM_MAX];
 };
 
 /* Returns 0, or -errno; -ETIMEDOUT when NVML hung while opening (d->error
@@ -76,5 +86,10 @@ int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret);
 
 /* Can GPU memory be polled (NVML)? */
 bool gs_discover_polls_memory(const struct gs_discover *d);
+
+/* Can the memory of this GPU be polled: NVML for NVIDIA, amdgpu's sysfs
+ * for AMD; not Intel (its used memory is the clients' fdinfo, read by a
+ * snapshot, not a poll). */
+bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g);
 
 #endif

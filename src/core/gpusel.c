@@ -1,4 +1,5 @@
 #include "core/gpusel.h"
+#include "util/pci.h"
 #include "util/util.h"
 
 #include <ctype.h>
@@ -17,6 +18,26 @@ static int parse_item(const char *item, const struct gs_gpu *gpus, size_t n_gpus
 		for (size_t i = 0; i < n_gpus; i++)
 			gs_gpuset_add(set, (unsigned)i);
 		return 0;
+	}
+	if (strchr(item, ':')) {
+		/* A PCI address, any vendor, in the kernel's form
+		 * (0000:c1:00.0) or NVML's (00000000:C1:00.0): the stable
+		 * identifier of a GPU that has no UUID (Intel, older AMD). */
+		struct gs_pci_addr want, have;
+
+		if (gs_pci_addr_parse(item, &want) < 0) {
+			snprintf(err, errlen, "invalid GPU PCI address '%s' (expected e.g. 0000:c1:00.0)", item);
+			return -EINVAL;
+		}
+		if (check_only)
+			return 0;
+		for (size_t i = 0; i < n_gpus; i++)
+			if (gs_pci_addr_parse(gpus[i].pci_bus_id, &have) == 0 && gs_pci_addr_equal(&have, &want)) {
+				gs_gpuset_add(set, (unsigned)i);
+				return 0;
+			}
+		snprintf(err, errlen, "no GPU at PCI address '%s'", item);
+		return -ENOENT;
 	}
 	if (isdigit((unsigned char)item[0])) {
 		char a[32], b[32];
@@ -93,7 +114,7 @@ static int parse_item(const char *item, const struct gs_gpu *gpus, size_t n_gpus
 		gs_gpuset_add(set, (unsigned)match);
 		return 0;
 	}
-	snprintf(err, errlen, "invalid GPU selection '%s' (expected indices, ranges or UUIDs)", item);
+	snprintf(err, errlen, "invalid GPU selection '%s' (expected indices, ranges, UUIDs or PCI addresses)", item);
 	return -EINVAL;
 }
 

@@ -8,7 +8,9 @@
 
 /* Resolve expr against the snapshot's GPUs into a set of snapshot indices.
  * Items: an NVML index ("2"), a range ("0-3"), a UUID or a unique UUID prefix
- * of at least 8 characters ("GPU-a2983c1e"), "all". NULL or "" selects all.
+ * of at least 8 characters ("GPU-a2983c1e"; an AMD GPU's is GPU-<unique_id>),
+ * a PCI address ("0000:c1:00.0" or NVML's "00000000:C1:00.0"), "all". NULL or
+ * "" selects all.
  * Returns 0, or -EINVAL / -ENOENT with a one-line reason in err naming the
  * offending item. */
 int gs_gpusel_resolve(const char *expr, const struct gs_gpu *gpus, size_t n_gpus,

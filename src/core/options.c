@@ -79,6 +79,8 @@ const struct gs_option gs_options[] = {
 	  "no NVML: holders from the scan, no memory figures" },
 	{ "dev-root", OPT_DEV_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(dev_root), 0, NULL,
 	  "device nodes directory (env GPUSLATE_DEV_ROOT)" },
+	{ "sys-root", OPT_SYS_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(sys_root), 0, NULL,
+	  "the /sys to read AMD/Intel GPUs from (env GPUSLATE_SYS_ROOT)" },
 	{ "proc-root", OPT_PROC_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(proc_root), 0, NULL,
 	  "read this copy of /proc (status, reclaim --dry-run)" },
 	/* Given by a fleet controller to the far side, never by people. */
@@ -106,6 +108,8 @@ void gs_request_defaults(struct gs_request *req)
 	req->connect_timeout_ms = 10000;
 	req->nvml_lib = getenv("GPUSLATE_NVML_LIB");
 	req->dev_root = getenv("GPUSLATE_DEV_ROOT");
+	req->sys_root = getenv("GPUSLATE_SYS_ROOT");
+	req->fdinfo_shadow = getenv("GPUSLATE_FDINFO_SHADOW");
 	req->nvidia_procfs = getenv("GPUSLATE_NVIDIA_PROCFS");
 	req->ssh_cmd = getenv("GPUSLATE_SSH");
 }

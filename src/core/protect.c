@@ -18,6 +18,8 @@ static const char *const protected_names[] = {
 	"Xorg",
 	"X",
 	"Xwayland",
+	"rdcd",            /* ROCm Data Center daemon (rdc.service) */
+	"xpumd",           /* Intel XPU Manager daemon (xpum.service) */
 };
 
 /* comm is the executable name cut to 15 bytes by the kernel. */
@@ -46,6 +48,25 @@ const char *gs_protected_name(size_t i)
 	return i < GS_ARRAY_SIZE(protected_names) ? protected_names[i] : NULL;
 }
 
+static const char *const drm_monitor_names[] = {
+	"rocm-smi", "amd-smi", "amdgpu_top", "nvtop", "radeontop", "xpu-smi", "intel_gpu_top", "pmdaamdgpu",
+	/* Wayland compositors, the display servers of a desktop on an AMD or
+	 * Intel card. They run as the desktop's user, so they can never pass
+	 * as protected (a user's process is not); spared by name instead. */
+	"gnome-shell", "kwin_wayland", "kwin_x11", "sway", "weston", "Hyprland",
+};
+
+bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(drm_monitor_names); i++) {
+		if (comm && comm_matches(comm, drm_monitor_names[i]))
+			return true;
+		if (argv0_name && strcmp(argv0_name, drm_monitor_names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Their units, for a process whose executable cannot be read (another
  * user's when gpuslate is not root): only root creates system units. */
 static const char *const protected_units[] = {
@@ -61,6 +82,8 @@ static const char *const protected_units[] = {
 	"gdm3.service",
 	"sddm.service",
 	"lightdm.service",
+	"rdc.service",
+	"xpum.service",
 };
 
 /* systemd's SYSTEM_UID_MAX: accounts below it are made by packages, not

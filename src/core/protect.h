@@ -18,6 +18,16 @@ const char *gs_protected_name(size_t i);
  * executable's): only then does the executable's owner matter. */
 bool gs_claims_protection(const struct gs_procinfo *in);
 
+/* Is this an AMD/Intel GPU monitor by its name (comm or argv[0]): rocm-smi,
+ * amd-smi, amdgpu_top, nvtop, radeontop, xpu-smi, intel_gpu_top, pmdaamdgpu,
+ * or a Wayland compositor (gnome-shell, kwin_wayland, kwin_x11, sway, weston,
+ * Hyprland)?
+ * Such a monitor can hold VRAM through its own DRM client (xpu-smi ps holds
+ * 211 MB, intel/xpumanager#116) and is still a client: stopping it frees
+ * nothing anyone asked for. A name any process can take, so it only ever
+ * spares a process, never makes one a target. */
+bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name);
+
 enum gs_protection {
 	GS_PROT_NONE,        /* does not claim a protected name */
 	GS_PROT_VERIFIED,    /* a protected daemon */

@@ -26,6 +26,15 @@ enum {
 	STAGE_PLAN,      /* plan built */
 };
 
+/* An AMD/Intel GPU of the verdict whose memory was not polled. */
+static bool unpolled_drm_gpu(const struct gs_snapshot *s, const struct gs_verify_result *vr)
+{
+	for (size_t g = 0; g < vr->n_gpus; g++)
+		if (!vr->gpus[g].mem_known && s->gpus[vr->gpus[g].gpu].vendor != GS_VENDOR_NVIDIA)
+			return true;
+	return false;
+}
+
 static volatile sig_atomic_t interrupted;
 /* The driver failed while stopping: stop escalating (see stop_tick). */
 static volatile sig_atomic_t driver_failed;
@@ -560,7 +569,10 @@ static void judge(struct gs_reclaim *rc)
 		conclude(rc, GS_VERDICT_DRIVER_FAILURE, rc->driver_msg);
 	} else if (vr->clean && vr->memory_unverified) {
 		conclude(rc, GS_VERDICT_UNVERIFIED,
-			 !strcmp(rc->s.gpu_source, "nvml")
+			 unpolled_drm_gpu(&rc->s, vr)
+				 ? "holders gone, but GPU memory could not be verified (an AMD/Intel GPU whose memory"
+				   " cannot be polled: Intel's used memory is its clients' fdinfo)"
+			 : !strcmp(rc->s.gpu_source, "nvml")
 				 ? "holders gone, but GPU memory could not be verified (NVML has only v1 memory figures"
 				   " and the driver's reservation could not be estimated)"
 				 : "holders gone, but GPU memory could not be verified (NVML unusable)");

@@ -35,13 +35,21 @@ void gs_request_selection(const struct gs_request *req, struct gs_selection *sel
 int gs_request_discover_open(const struct gs_request *req, struct gs_discover *d, char *err, size_t errlen)
 {
 	struct gs_discover_opts o = {
-		.paths = { .proc = req->proc_root, .dev = req->dev_root, .nvidia_procfs = req->nvidia_procfs },
+		.paths = { .proc = req->proc_root, .sys = req->sys_root, .dev = req->dev_root,
+			   .nvidia_procfs = req->nvidia_procfs },
+		.fdinfo_shadow = req->fdinfo_shadow,
 		.nvml_lib = req->nvml_lib,
 		.no_nvml = req->no_nvml,
 		.nvml_timeout_ms = req->nvml_timeout_ms,
 	};
 	int r = gs_discover_open(d, &o);
 
+	if (r == 0 && req->sys_root && d->root.sys_fd < 0) {
+		/* /sys may be absent (a chroot); a directory named on purpose may not. */
+		gs_discover_close(d);
+		snprintf(err, errlen, "cannot open --sys-root '%s': %s", req->sys_root, strerror(ENOENT));
+		return -ENOENT;
+	}
 	if (r == -ENOENT || r == -ENOTDIR)
 		snprintf(err, errlen, "cannot open '%s' or '%s': %s", req->proc_root ? req->proc_root : "/proc",
 			 req->dev_root ? req->dev_root : "/dev", strerror(-r));

@@ -21,6 +21,8 @@ struct gs_request {
 	/* where to look */
 	const char *nvml_lib;
 	const char *dev_root;
+	const char *sys_root;     /* --sys-root, GPUSLATE_SYS_ROOT */
+	const char *fdinfo_shadow; /* GPUSLATE_FDINFO_SHADOW (tests only) */
 	const char *proc_root;
 	const char *nvidia_procfs;
 	bool no_nvml;

@@ -56,7 +56,8 @@ struct gs_holder {
 	struct gs_procinfo info;
 	struct gs_gpuset gpus;    /* GPUs it holds (compute: mapped or NVML-listed) */
 	bool nvml_listed;         /* NVML's lists name this PID */
-	struct gs_gpuset nvml_gpus;        /* the GPUs NVML lists it on */
+	bool kfd_listed;          /* KFD (/sys/class/kfd/kfd/proc) names it: a ROCm context */
+	struct gs_gpuset nvml_gpus;        /* the GPUs NVML (or, AMD, KFD) lists it on */
 	/* Of those, the GPUs the /proc scan does not back up (a live process
 	 * with no fd or mapping of that GPU's node): NVML's PIDs are host PIDs
 	 * from a moment ago, so this process may not be the one it means. */
@@ -65,9 +66,12 @@ struct gs_holder {
 	bool maps_gpu;            /* maps a /dev/nvidia<N> node: has a context */
 	bool maps_denied;         /* holds NVIDIA fds but its maps were unreadable */
 	unsigned n_fds;           /* NVIDIA fds */
+	unsigned n_drm_fds;       /* AMD/Intel DRM and KFD fds */
+	struct gs_gpuset mapped;  /* GPUs whose device node it maps (any vendor) */
 	bool fds_denied;          /* its fds could not be read (permission) */
 	bool mem_known;
-	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML */
+	uint64_t mem_used;        /* bytes, summed over GPUs, from NVML; AMD/Intel: KFD or DRM fdinfo */
+	const char *mem_source;   /* "nvml", "kfd", "fdinfo", "kfd+fdinfo"...; NULL when unknown */
 	enum gs_role role;
 	/* Calls itself a protected daemon (comm, argv[0] or executable name)
 	 * but its executable, unit or uid do not bear that out: a name any
@@ -79,18 +83,26 @@ struct gs_holder {
 	char *cmdline_full;
 };
 
-/* One row of NVML's process lists, kept as the driver reported it (per GPU). */
+/* One row of NVML's process lists, kept as the driver reported it (per GPU).
+ * AMD/Intel GPUs have rows of the same kind: per process the larger of its
+ * KFD VRAM and its DRM clients' resident VRAM (the two can be the same
+ * buffers), each DRM client counted once on the host. */
 struct gs_nvml_entry {
 	pid_t pid;
 	unsigned gpu;             /* snapshot GPU index */
 	bool mem_known;
 	uint64_t mem_used;        /* bytes on that GPU */
+	const char *source;       /* "nvml", "kfd", "fdinfo" */
 };
 
 struct gs_snapshot {
 	char host[256];
-	const char *gpu_source;   /* "nvml", "procfs" or "none" */
+	const char *gpu_source;   /* NVIDIA's: "nvml", "procfs" or "none" */
+	bool drm;                 /* AMD/Intel GPUs were looked for (the DRM backend is open) */
 	char gpu_warning[512];    /* why NVML was not used, "" when it was */
+	/* What the AMD/Intel figures lack, in words ("" when nothing): e.g.
+	 * DRM clients without memory keys (amdgpu before 5.19). */
+	char drm_note[384];
 	char driver_version[80];
 	struct gs_gpu *gpus;
 	size_t n_gpus;
@@ -160,7 +172,11 @@ static inline const char *gs_role_str(enum gs_role r)
 	return "unknown";
 }
 
-/* For a dead NVML-listed PID (the fork case): the live holders that still map
+/* The GPU sources for output: gpu_source, "+drm" when AMD/Intel GPUs
+ * were found ("nvml+drm", "none+drm" is "drm"). */
+const char *gs_snapshot_source(const struct gs_snapshot *s, char *buf, size_t len);
+
+/* For a dead NVML- or KFD-listed PID (the fork case): the live holders that still map
  * one of its GPUs without being listed themselves, i.e. the processes that
  * inherited its fds and keep its memory. Returns how many were written. */
 size_t gs_snapshot_heirs(const struct gs_snapshot *s, const struct gs_holder *dead,

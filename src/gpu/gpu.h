@@ -34,9 +34,38 @@ static inline const char *gs_mem_basis_str(enum gs_mem_basis b)
 	return NULL;
 }
 
+/* Who made the GPU. NVIDIA GPUs come from NVML or the driver's procfs;
+ * AMD and Intel ones from the DRM backend (gpu/drm.h). */
+enum gs_gpu_vendor {
+	GS_VENDOR_NVIDIA,
+	GS_VENDOR_AMD,
+	GS_VENDOR_INTEL,
+};
+
+/* "nvidia", "amd", "intel" (docs/json.md). */
+static inline const char *gs_gpu_vendor_str(enum gs_gpu_vendor v)
+{
+	switch (v) {
+	case GS_VENDOR_AMD: return "amd";
+	case GS_VENDOR_INTEL: return "intel";
+	case GS_VENDOR_NVIDIA: break;
+	}
+	return "nvidia";
+}
+
 struct gs_gpu {
-	unsigned index;          /* the backend's index: NVML's own (nvidia-smi's), or order in procfs */
-	unsigned minor;          /* /dev/nvidia<minor> */
+	/* The GPU's number for users (-g, output): NVML's own index
+	 * (nvidia-smi's), or order in procfs; AMD/Intel GPUs follow the
+	 * NVIDIA ones, in PCI order (set by the snapshot). */
+	unsigned index;
+	unsigned minor;          /* /dev/nvidia<minor>; UINT_MAX for AMD/Intel (no minor set has it) */
+	enum gs_gpu_vendor vendor;
+	unsigned backend_index;  /* AMD/Intel: the GPU's index in the DRM backend (NVIDIA: index) */
+	char driver[16];         /* AMD/Intel: "amdgpu", "xe", "i915"; "" for NVIDIA */
+	/* Where used memory comes from: "nvml", "sysfs" (amdgpu
+	 * mem_info_vram_used), "fdinfo" (Intel: the clients' resident VRAM),
+	 * NULL when unknown. */
+	const char *mem_source;
 	char uuid[96];
 	char name[96];
 	char pci_bus_id[32];     /* "00000000:00:06.0" as NVML prints it */

@@ -8,6 +8,26 @@
 #include <signal.h>
 #include <string.h>
 
+/* Why a holder is left alone; a dead PID only KFD lists says so (the
+ * plan's reasons name NVML, which listed every dead PID before AMD GPUs). */
+/* An NVIDIA GPU of the verdict whose memory was not polled. */
+static bool has_unpolled_nvidia(const struct gs_snapshot *s, const struct gs_verify_result *v)
+{
+	for (size_t g = 0; g < v->n_gpus; g++)
+		if (!v->gpus[g].mem_known && s->gpus[v->gpus[g].gpu].vendor == GS_VENDOR_NVIDIA)
+			return true;
+	return false;
+}
+
+static const char *leave_text(const struct gs_leftalone *l, const struct gs_holder *h)
+{
+	if (l->why == GS_LEAVE_DEAD && h->kfd_listed && !h->nvml_listed)
+		return "no such process (listed by KFD)";
+	if (l->why == GS_LEAVE_CLIENT && h->mem_known && h->mem_used)
+		return "GPU monitor, a client by its name (--include-clients to stop it)";
+	return gs_leave_str(l->why);
+}
+
 static void gpus_of(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len)
 {
 	gs_gpus_text(s, set, buf, len);
@@ -170,7 +190,7 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				snprintf(extra, sizeof(extra), "; would end PID %d", (int)l->would_end);
 			fprintf(f, "  %7d %-8.8s %-20.20s %-7s %10s %s%s\n", (int)l->pid,
 				h->alive && h->info_ok ? GS_SAFE(h->info.user) : "-",
-				h->alive && h->info_ok ? GS_SAFE(h->info.name) : GS_GONE, tg, m, gs_leave_str(l->why), extra);
+				h->alive && h->info_ok ? GS_SAFE(h->info.name) : GS_GONE, tg, m, leave_text(l, h), extra);
 		}
 	}
 }
@@ -439,7 +459,11 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
 
-			if (gp->mem_basis == GS_MEM_V1_ESTIMATED)
+			if (gp->mem_basis == GS_MEM_V1_ESTIMATED && gp->vendor == GS_VENDOR_AMD)
+				fprintf(f, "GPU %u: amdgpu's used memory counts the driver's own buffers: used is less those,"
+					" estimated at %llu MiB (used less the processes' memory, before anything was"
+					" stopped)\n", gp->index, (unsigned long long)(gp->mem_reserved / GS_MIB));
+			else if (gp->mem_basis == GS_MEM_V1_ESTIMATED)
 				fprintf(f, "GPU %u: NVML has v1 memory figures only: used is v1's less the driver's reservation,"
 					" estimated at %llu MiB (v1 used less the listed processes' memory, before anything"
 					" was stopped)\n", gp->index, (unsigned long long)(gp->mem_reserved / GS_MIB));
@@ -452,7 +476,16 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
 				GS_SAFE(v->respawns[i].by), v->respawns[i].stop_with[0] ? "; " : "",
 				GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
-		if (v->memory_unverified && strcmp(s->gpu_source, "nvml"))
+		for (size_t g = 0; g < v->n_gpus; g++) {
+			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
+
+			if (!v->gpus[g].mem_known && gp->vendor != GS_VENDOR_NVIDIA)
+				fprintf(f, "GPU %u: memory not verified: %s\n", gp->index,
+					gp->vendor == GS_VENDOR_INTEL
+						? "Intel's used memory is its clients' fdinfo, not polled (holders only)"
+						: "no memory figure from sysfs (holders only)");
+		}
+		if (v->memory_unverified && strcmp(s->gpu_source, "nvml") && has_unpolled_nvidia(s, v))
 			fprintf(f, "memory not verified: no GPU memory figures (NVML unusable)\n");
 		if (v->driver_failed)
 			fprintf(f, "driver failure: %s\n", GS_SAFE(v->driver_error));
@@ -562,7 +595,11 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 		json_object_set_new(j, GS_JK_UNMATCHED, um);
 	}
 	json_object_set_new(j, "elapsed_s", json_real(r->elapsed_ms / 1000.0));
-	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	{
+		char src[32];
+
+		json_object_set_new(j, "gpu_source", json_string(gs_snapshot_source(s, src, sizeof(src))));
+	}
 	json_object_set_new(j, "visibility",
 			    gs_json_visibility(s, p ? p->tolerance : GS_TOLERANCE_DEFAULT_MIB * GS_MIB));
 
@@ -601,7 +638,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, GS_JK_ROLE, json_string(gs_role_str(h->role)));
 			json_object_set_new(o, GS_JK_GPUS, json_gpus_of(s, &h->gpus));
 			json_object_set_new(o, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
-			json_object_set_new(o, GS_JK_REASON, json_string(gs_leave_str(l->why)));
+			json_object_set_new(o, GS_JK_REASON, json_string(leave_text(l, h)));
 			if (l->would_end)
 				json_object_set_new(o, "would_end", json_integer(l->would_end));
 			json_object_set_new(o, "protected_name_unverified", json_boolean(h->protected_unverified));

@@ -169,13 +169,16 @@ json_t *gs_json_gpu(const struct gs_gpu *g, const struct gs_snapshot *s)
 	json_t *j = json_object();
 
 	json_object_set_new(j, GS_JK_INDEX, json_integer(g->index));
-	json_object_set_new(j, "minor", json_integer(g->minor));
+	json_object_set_new(j, "minor", g->vendor == GS_VENDOR_NVIDIA ? json_integer(g->minor) : json_null());
+	json_object_set_new(j, "vendor", json_string(gs_gpu_vendor_str(g->vendor)));
+	json_object_set_new(j, "driver", json_string(g->vendor == GS_VENDOR_NVIDIA ? "nvidia" : g->driver));
 	json_object_set_new(j, "uuid", g->uuid[0] ? gs_json_text(g->uuid) : json_null());
 	json_object_set_new(j, "name", gs_json_text(g->name));
 	json_object_set_new(j, "pci_bus_id", g->pci_bus_id[0] ? gs_json_text(g->pci_bus_id) : json_null());
 	json_object_set_new(j, GS_JK_MEMORY_USED_MIB, json_mib(g->mem_known, g->mem_used));
 	gs_json_memory_basis(j, g);
 	json_object_set_new(j, "memory_total_mib", json_mib(g->mem_known, g->mem_total));
+	json_object_set_new(j, "memory_source", g->mem_known && g->mem_source ? json_string(g->mem_source) : json_null());
 	{
 		uint64_t unowned;
 		bool known = gs_snapshot_unowned(s, (size_t)(g - s->gpus), &unowned);
@@ -209,13 +212,16 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s)
 				? json_integer(in->status.nspid) : json_null());
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_MEMORY_MIB, json_mib(h->mem_known, h->mem_used));
+	json_object_set_new(j, "memory_source", h->mem_known && h->mem_source ? json_string(h->mem_source) : json_null());
 	json_object_set_new(j, GS_JK_ROLE, json_string(gs_role_str(h->role)));
 	json_object_set_new(j, "protected_name_unverified", json_boolean(h->protected_unverified));
 	json_object_set_new(j, "nvml_listed", json_boolean(h->nvml_listed));
+	json_object_set_new(j, "kfd_listed", json_boolean(h->kfd_listed));
 	json_object_set_new(j, "maps_gpu", json_boolean(h->maps_gpu));
 	json_object_set_new(j, "nvidia_fds", json_integer(h->n_fds));
+	json_object_set_new(j, "drm_fds", json_integer(h->n_drm_fds));
 	json_object_set_new(j, "owner", h->info_ok ? gs_json_owner(&in->owner) : json_null());
-	if (!h->alive && h->nvml_listed) {
+	if (!h->alive && (h->nvml_listed || h->kfd_listed)) {
 		pid_t heirs[64];
 		size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs));
 		json_t *a = json_array();
@@ -238,7 +244,11 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 	json_object_set_new(j, GS_JK_COMMAND, json_string("status"));
 	json_object_set_new(j, GS_JK_VERDICT, json_string(gs_verdict_name(verdict)));
 	json_object_set_new(j, "host", gs_json_text(s->host));
-	json_object_set_new(j, "gpu_source", json_string(s->gpu_source ? s->gpu_source : "none"));
+	{
+		char src[32];
+
+		json_object_set_new(j, "gpu_source", json_string(gs_snapshot_source(s, src, sizeof(src))));
+	}
 	json_object_set_new(j, "driver_version", s->driver_version[0] ? gs_json_text(s->driver_version) : json_null());
 	for (size_t g = 0; g < s->n_gpus; g++)
 		if (sel_all || gs_gpuset_has(sel, (unsigned)g))
@@ -248,6 +258,8 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			json_array_append_new(procs, gs_json_process(&s->holders[i], s));
 	if (s->gpu_warning[0])
 		json_array_append_new(warn, gs_json_text(s->gpu_warning));
+	if (s->drm_note[0])
+		json_array_append_new(warn, gs_json_text(s->drm_note));
 	json_object_set_new(j, GS_JK_WARNINGS, warn);
 	json_object_set_new(j, GS_JK_GPUS, gpus);
 	json_object_set_new(j, GS_JK_PROCESSES, procs);
@@ -303,7 +315,7 @@ static void gone_owner(const struct gs_snapshot *s, const struct gs_holder *h, c
 	size_t n = gs_snapshot_heirs(s, h, heirs, GS_ARRAY_SIZE(heirs)), off;
 
 	if (!n) {
-		snprintf(buf, len, "listed by NVML");
+		snprintf(buf, len, h->kfd_listed && !h->nvml_listed ? "listed by KFD" : "listed by NVML");
 		return;
 	}
 	off = (size_t)snprintf(buf, len, "memory held by");
@@ -315,17 +327,36 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 {
 	size_t shown = 0;
 
-	fprintf(f, "%-3s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL", "HOLDERS");
+	/* The vendor column only where there is more than NVIDIA to tell
+	 * apart: an NVIDIA host's table stays as it was. */
+	bool vendors = false;
+
+	for (size_t g = 0; g < s->n_gpus; g++)
+		vendors |= s->gpus[g].vendor != GS_VENDOR_NVIDIA;
+	if (vendors)
+		fprintf(f, "%-3s %-6s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "VENDOR", "NAME", "UUID", "USED",
+			"RESERVED", "TOTAL", "HOLDERS");
+	else
+		fprintf(f, "%-3s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL",
+			"HOLDERS");
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
+		static const char *const vendor_names[] = { "NVIDIA", "AMD", "Intel" };
 		char used[32], res[32], tot[32];
 
 		if (!sel_all && !gs_gpuset_has(sel, (unsigned)g))
 			continue;
 		fmt_mib(used, sizeof(used), gp->mem_known, gp->mem_used);
-		fmt_mib(res, sizeof(res), gp->mem_known && gp->mem_v2, gp->mem_reserved);
-		fmt_mib(tot, sizeof(tot), gp->mem_known, gp->mem_total);
-		fprintf(f, "%-3u %-15.15s %-40.40s %10s %9s %10s %7zu\n", gp->index, GS_SAFE(gp->name),
+		fmt_mib(res, sizeof(res),
+			gp->mem_known && (gp->mem_v2 || (gp->vendor != GS_VENDOR_NVIDIA && gp->mem_basis == GS_MEM_V1_ESTIMATED)),
+			gp->mem_reserved);
+		/* Intel: a total from sysfs (xe) even where the used figure is unknown. */
+		fmt_mib(tot, sizeof(tot), gp->mem_known || gp->mem_total, gp->mem_total);
+		if (vendors)
+			fprintf(f, "%-3u %-6s ", gp->index, vendor_names[gp->vendor]);
+		else
+			fprintf(f, "%-3u ", gp->index);
+		fprintf(f, "%-15.15s %-40.40s %10s %9s %10s %7zu\n", GS_SAFE(gp->name),
 			gp->uuid[0] ? GS_SAFE(gp->uuid) : "-", used, res, tot, gpu_holder_count(s, g));
 	}
 	if (s->n_gpus == 0)
@@ -629,6 +660,16 @@ static void smi_mib(FILE *f, bool known, uint64_t bytes, const struct smi_format
 		fprintf(f, "%llu%s", (unsigned long long)((bytes + GS_MIB - 1) / GS_MIB), fmt->units ? " MiB" : "");
 }
 
+/* nvidia-smi's count: the NVIDIA GPUs. */
+static size_t nvidia_count(const struct gs_snapshot *s)
+{
+	size_t n = 0;
+
+	for (size_t g = 0; g < s->n_gpus; g++)
+		n += s->gpus[g].vendor == GS_VENDOR_NVIDIA;
+	return n;
+}
+
 int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel,
 			   const char *fields, const char *format, char *err, size_t errlen)
 {
@@ -643,7 +684,8 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
 
-		if (!gs_gpuset_has(sel, (unsigned)g))
+		/* nvidia-smi lists NVIDIA GPUs only; status and --json show all. */
+		if (!gs_gpuset_has(sel, (unsigned)g) || gp->vendor != GS_VENDOR_NVIDIA)
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			if (i)
@@ -654,7 +696,7 @@ int gs_print_smi_query_gpu(FILE *f, const struct gs_snapshot *s, const struct gs
 			case F_NAME: fputs(GS_SAFE(gp->name), f); break;
 			case F_BUS: fputs(gp->pci_bus_id[0] ? GS_SAFE(gp->pci_bus_id) : "[N/A]", f); break;
 			case F_DRIVER: fputs(s->driver_version[0] ? GS_SAFE(s->driver_version) : "[N/A]", f); break;
-			case F_COUNT: fprintf(f, "%zu", s->n_gpus); break;
+			case F_COUNT: fprintf(f, "%zu", nvidia_count(s)); break;
 			case F_MINOR: fprintf(f, "%u", gp->minor); break;
 			case F_MEM_TOTAL: smi_mib(f, gp->mem_known, gp->mem_total, &fmt); break;
 			case F_MEM_RESERVED:
@@ -693,7 +735,8 @@ int gs_print_smi_query_apps(FILE *f, const struct gs_snapshot *s, const struct g
 		const struct gs_holder *h = gs_snapshot_find(s, e->pid);
 		bool info = h && h->info_ok && h->alive;
 
-		if (!gs_gpuset_has(sel, e->gpu))
+		/* nvidia-smi's view: NVIDIA GPUs only (KFD and fdinfo rows are not NVML's). */
+		if (!gs_gpuset_has(sel, e->gpu) || gp->vendor != GS_VENDOR_NVIDIA)
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			if (i)

@@ -86,6 +86,8 @@ static bool note_nvidia_major(void *ctx, unsigned major, const char *name)
 		ds->uvm_major = major;
 	else if (strcmp(name, "nvidia-caps") == 0)
 		ds->caps_major = major;
+	else if (strcmp(name, "kfd") == 0)
+		ds->kfd_major = major;
 	return false;
 }
 
@@ -96,6 +98,7 @@ int gs_devset_parse_proc_devices(const char *text, struct gs_devset *ds)
 	ds->nvidia_major = NV_MAJOR_DEFAULT;
 	ds->uvm_major = 0;
 	ds->caps_major = 0;
+	ds->kfd_major = 0;
 	for_each_char_major(text, note_nvidia_major, ds);
 	return 0;
 }
@@ -148,6 +151,16 @@ static enum gs_node_kind classify_rdev(const struct gs_devset *ds, dev_t rdev, u
 		return GS_NODE_UVM;
 	if (ds->caps_major && maj == ds->caps_major)
 		return GS_NODE_CAPS;
+	/* /dev/kfd only serves the AMD GPUs the DRM backend found: without
+	 * them (amdgpu loaded for a display, say) it is not a GPU of ours. */
+	if (ds->kfd_major && maj == ds->kfd_major && ds->drm_gpus)
+		return GS_NODE_KFD;
+	/* DRM: only the nodes of our GPUs; 226 is also a BMC's display. */
+	for (size_t i = 0; i < ds->n_drm; i++)
+		if (ds->drm[i].rdev == rdev) {
+			*ret_minor = ds->drm[i].gpu;
+			return GS_NODE_DRM;
+		}
 	return GS_NODE_NONE;
 }
 
@@ -182,7 +195,7 @@ int gs_devset_add(struct gs_devset *ds, dev_t dev, ino_t ino, enum gs_node_kind 
 	id->dev = dev;
 	id->ino = ino;
 	id->kind = kind;
-	id->minor = kind == GS_NODE_GPU ? minor : 0;
+	id->minor = kind == GS_NODE_GPU || kind == GS_NODE_DRM ? minor : 0;
 	return 0;
 }
 
@@ -317,6 +330,61 @@ static int load_dev_root(struct gs_devset *ds, int dev_fd)
 		r = -errno;
 	closedir(d);
 	return r;
+}
+
+static int add_drm_rdev(struct gs_devset *ds, dev_t rdev, unsigned gpu)
+{
+	if (!rdev)
+		return 0;
+	if (ds->n_drm == GS_ARRAY_SIZE(ds->drm))
+		return -ENOSPC;
+	ds->drm[ds->n_drm++] = (struct gs_drm_rdev){ .rdev = rdev, .gpu = gpu };
+	return 0;
+}
+
+/* One DRM node under the dev root: a char device only when its rdev is the
+ * one sysfs gave (a stale or foreign node is not ours); a plain file (tests)
+ * by its name alone. */
+static int load_drm_node(struct gs_devset *ds, int dri_fd, const char *name, dev_t rdev, unsigned gpu)
+{
+	struct stat st;
+
+	if (fstatat(dri_fd, name, &st, 0) < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
+	if (S_ISCHR(st.st_mode) ? st.st_rdev != rdev || !rdev : !S_ISREG(st.st_mode))
+		return 0;
+	return gs_devset_add(ds, st.st_dev, st.st_ino, GS_NODE_DRM, gpu);
+}
+
+int gs_devset_add_drm(struct gs_devset *ds, int dev_fd, unsigned gpu, unsigned card, dev_t card_dev,
+		      unsigned render_minor, dev_t render_dev)
+{
+	_cleanup_close_ int dri_fd = -1;
+	char name[32];
+	struct stat st;
+	int r;
+
+	ds->drm_gpus = true;
+	r = add_drm_rdev(ds, card_dev, gpu);
+	if (r == 0)
+		r = add_drm_rdev(ds, render_dev, gpu);
+	if (r < 0)
+		return r;
+	if (fstatat(dev_fd, "kfd", &st, 0) == 0 &&
+	    (S_ISCHR(st.st_mode) ? ds->kfd_major && major(st.st_rdev) == ds->kfd_major : S_ISREG(st.st_mode))) {
+		r = gs_devset_add(ds, st.st_dev, st.st_ino, GS_NODE_KFD, 0);
+		if (r < 0)
+			return r;
+	}
+	dri_fd = openat(dev_fd, "dri", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dri_fd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 0 : -errno;
+	snprintf(name, sizeof(name), "card%u", card);
+	r = load_drm_node(ds, dri_fd, name, card_dev, gpu);
+	if (r < 0 || render_minor == UINT_MAX)
+		return r;
+	snprintf(name, sizeof(name), "renderD%u", render_minor);
+	return load_drm_node(ds, dri_fd, name, render_dev, gpu);
 }
 
 int gs_devset_load(const struct gs_root *root, struct gs_devset *ret)

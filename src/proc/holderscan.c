@@ -37,6 +37,7 @@ struct scan_shared {
 	pthread_mutex_t mu;    /* guards ds */
 	int proc_fd;
 	bool read_maps;
+	int shadow_fd;         /* fdinfo fixtures, -1: none */
 	pid_t skip_pid;
 	const pid_t *nvml_pids; /* sorted; gs_scan_opts' listed */
 	size_t n_nvml_pids;
@@ -258,9 +259,29 @@ static void match_maps_line(const struct gs_devset *view, const char *line, stru
 	case GS_NODE_UVM:
 		p->map_uvm = true;
 		break;
+	case GS_NODE_DRM:
+		gs_minorset_add(&p->drm_map_gpus, minor);
+		break;
+	case GS_NODE_KFD:
+		p->map_kfd = true;
+		break;
 	default:
 		break;
 	}
+}
+
+/* Count one DRM fd's client in p->drm. The fdinfo is read only for an fd
+ * whose identity was just established, and checked against that inode: an
+ * fd number reused meanwhile is -ESTALE, like a vanished one counted as an
+ * fd without figures (unknown, never smaller). Returns 0 or -ENOMEM. */
+static int note_drm_client(const struct scan_worker *w, struct gs_scan_proc *p, int fd, ino_t ino)
+{
+	struct gs_drm_fdinfo fi;
+	int r = gs_drm_fdinfo_read(w->sh->proc_fd, w->sh->shadow_fd, p->pid, fd, ino, &fi);
+
+	if (r == -ENOMEM)
+		return r;
+	return gs_drm_usage_add(&p->drm, r == 0 ? &fi : NULL);
 }
 
 /* Read the maps beside the fd directory fd_dir ("../maps": the parent of an
@@ -405,7 +426,10 @@ static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, s
 			k = gs_devset_classify_stat(&w->view, &st, &minor);
 			if (k == GS_NODE_NONE)
 				continue;
-			p->n_fds++;
+			if (k == GS_NODE_DRM || k == GS_NODE_KFD)
+				p->n_drm_fds++;
+			else
+				p->n_fds++;
 			switch (k) {
 			case GS_NODE_GPU:
 				gs_minorset_add(&p->fd_gpus, minor);
@@ -415,6 +439,20 @@ static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, s
 				break;
 			case GS_NODE_UVM:
 				p->fd_uvm = true;
+				break;
+			case GS_NODE_DRM: {
+				uint32_t fdn;
+
+				gs_minorset_add(&p->drm_fd_gpus, minor);
+				if (gs_parse_u32(de->d_name, &fdn) == 0 && fdn <= INT_MAX) {
+					r = note_drm_client(w, p, (int)fdn, st.st_ino);
+					if (r < 0)
+						return r;
+				}
+				break;
+			}
+			case GS_NODE_KFD:
+				p->fd_kfd = true;
 				break;
 			default:
 				break;
@@ -480,6 +518,7 @@ static int scan_threads(struct scan_worker *w, int fd_dir, pid_t pid, struct gs_
 			if (r == -EACCES || (r < 0 && r != -ESRCH))
 				return r;
 			/* A thread that left mid-listing: forget what it showed. */
+			gs_drm_usage_free(&p->drm);
 			*p = (struct gs_scan_proc){ .pid = pid };
 		}
 	}
@@ -590,14 +629,32 @@ static int push_proc(struct scan_worker *w, const struct gs_scan_proc *p)
 
 static bool found_any(const struct gs_scan_proc *p)
 {
-	return p->n_fds || !gs_minorset_empty(&p->map_gpus) || p->map_ctl || p->map_uvm;
+	return p->n_fds || !gs_minorset_empty(&p->map_gpus) || p->map_ctl || p->map_uvm || p->n_drm_fds ||
+	       !gs_minorset_empty(&p->drm_map_gpus) || p->map_kfd;
 }
 
+static int scan_pid_into(struct scan_worker *w, pid_t pid, struct gs_scan_proc *pp);
+
+/* Scan one process; what it found is pushed, or its DRM usage freed. */
 static int scan_pid(struct scan_worker *w, pid_t pid)
+{
+	struct gs_scan_proc p = { .pid = pid };
+	int r = scan_pid_into(w, pid, &p);
+
+	if (r == 1) {
+		r = push_proc(w, &p);
+		if (r == 0)
+			return 0;
+	}
+	gs_drm_usage_free(&p.drm);
+	return r;
+}
+
+/* Returns 1 when p holds something, 0 when not (or gone), or -errno. */
+static int scan_pid_into(struct scan_worker *w, pid_t pid, struct gs_scan_proc *pp)
 {
 	_cleanup_close_ int fd_dir = -1;
 	_cleanup_close_ int thread_fd_dir = -1;
-	struct gs_scan_proc p = { .pid = pid };
 	size_t entries = 0;
 	pid_t first = pid;
 	bool listed = is_listed(w->sh, pid), denied = false;
@@ -621,13 +678,13 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 		return push_denied(w, pid);
 	}
 	w->n_scanned++;
-	r = scan_fds(w, fd_dir, &p, &entries);
+	r = scan_fds(w, fd_dir, pp, &entries);
 	if (r == 0 && entries == 0)
-		r = scan_threads(w, fd_dir, pid, &p, &thread_fd_dir, &first);
+		r = scan_threads(w, fd_dir, pid, pp, &thread_fd_dir, &first);
 	/* NVML names this PID: a thread may hold the device in a table of
 	 * its own, which neither of the above read. */
 	if (listed && (r == 0 || r == -EACCES)) {
-		int e = scan_own_tables(w, fd_dir, first, &p);
+		int e = scan_own_tables(w, fd_dir, first, pp);
 
 		if (e == -EACCES)
 			denied = true;
@@ -645,21 +702,19 @@ static int scan_pid(struct scan_worker *w, pid_t pid)
 	} else if (r < 0) {
 		return r;
 	}
-	/* Maps are read where an NVIDIA fd was seen, and for every PID NVML
-	 * lists: a process may map the node and close its fds, and the
-	 * mapping (its CUDA context) is what keeps the memory. */
-	if (p.n_fds == 0 && !listed)
+	/* Maps are read where a GPU fd was seen, and for every PID NVML (or
+	 * KFD) lists: a process may map the node and close its fds, and the
+	 * mapping (its CUDA or ROCm context) is what keeps the memory. */
+	if (pp->n_fds == 0 && pp->n_drm_fds == 0 && !listed)
 		return 0;
 	if (w->sh->read_maps) {
-		r = scan_maps(w, thread_fd_dir >= 0 ? thread_fd_dir : fd_dir, &p);
+		r = scan_maps(w, thread_fd_dir >= 0 ? thread_fd_dir : fd_dir, pp);
 		if (r == -ESRCH)
 			return 0; /* exited meanwhile: its fds are gone too */
 		if (r < 0)
 			return r;
 	}
-	if (!found_any(&p))
-		return 0;
-	return push_proc(w, &p);
+	return found_any(pp) ? 1 : 0;
 }
 
 /* Pids are handed out in chunks: few queue locks, even load. */
@@ -799,6 +854,10 @@ static int worker_init(struct scan_worker *w, struct scan_shared *sh)
 	w->view.nvidia_major = sh->ds->nvidia_major;
 	w->view.uvm_major = sh->ds->uvm_major;
 	w->view.caps_major = sh->ds->caps_major;
+	w->view.kfd_major = sh->ds->kfd_major;
+	memcpy(w->view.drm, sh->ds->drm, sizeof(w->view.drm));
+	w->view.n_drm = sh->ds->n_drm;
+	w->view.drm_gpus = sh->ds->drm_gpus;
 	w->fdbuf = malloc(DIRBUF_SIZE + MAPSBUF_SIZE + LINKBUF_SIZE);
 	if (!w->fdbuf)
 		return -ENOMEM;
@@ -810,6 +869,9 @@ static int worker_init(struct scan_worker *w, struct scan_shared *sh)
 
 static void worker_done(struct scan_worker *w)
 {
+	/* What collect() did not take over. */
+	for (size_t i = 0; i < w->n_procs; i++)
+		gs_drm_usage_free(&w->procs[i].drm);
 	gs_devset_free(&w->view);
 	free(w->fdbuf);
 	free(w->procs);
@@ -846,6 +908,7 @@ static int collect(struct scan_worker *workers, unsigned n, struct gs_scan_resul
 			memcpy(denied + n_denied, workers[i].denied, workers[i].n_denied * sizeof(*denied));
 		n_procs += workers[i].n_procs;
 		n_denied += workers[i].n_denied;
+		workers[i].n_procs = 0; /* their DRM usage is the result's now */
 	}
 	qsort(procs, n_procs, sizeof(*procs), cmp_proc);
 	qsort(denied, n_denied, sizeof(*denied), cmp_pid);
@@ -914,6 +977,7 @@ int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,
 	sh.pids = pids;
 	sh.proc_fd = root->proc_fd;
 	sh.read_maps = opts->read_maps;
+	sh.shadow_fd = opts->fdinfo_shadow_fd > 0 ? opts->fdinfo_shadow_fd : -1;
 	sh.skip_pid = opts->skip_pid;
 	sh.nvml_pids = opts->listed;
 	sh.n_nvml_pids = opts->listed ? opts->n_listed : 0;
@@ -982,6 +1046,8 @@ void gs_scan_result_free(struct gs_scan_result *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->n_procs; i++)
+		gs_drm_usage_free(&r->procs[i].drm);
 	free(r->procs);
 	free(r->denied);
 	r->procs = NULL;

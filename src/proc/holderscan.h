@@ -1,4 +1,6 @@
-/* One pass over /proc finding every process that holds an NVIDIA device node:
+/* One pass over /proc finding every process that holds a GPU device node
+ * (NVIDIA's, and the DRM and KFD nodes of AMD/Intel GPUs, whose fdinfo is
+ * read for the DRM client usage):
  * open fds (the link /proc/PID/fd/N, then a stat of those under /dev or the
  * dev root) and, for processes with such fds, mappings in /proc/PID/maps.
  * The PIDs NVML lists get a closer look: their mappings are read even
@@ -15,6 +17,7 @@
 #include <sys/types.h>
 
 #include "proc/devset.h"
+#include "proc/drm_fdinfo.h"
 #include "util/root.h"
 #include "util/set256.h"
 
@@ -42,6 +45,15 @@ struct gs_scan_proc {
 	unsigned n_fds;              /* NVIDIA fds of any kind */
 	bool fd_ctl, fd_uvm, map_ctl, map_uvm;
 	bool maps_denied;            /* fds seen, maps unreadable */
+	/* AMD/Intel (GS_NODE_DRM, GS_NODE_KFD), by DRM backend index. */
+	struct gs_minorset drm_fd_gpus;  /* a card or render node open */
+	struct gs_minorset drm_map_gpus; /* one mapped (a context's buffers) */
+	unsigned n_drm_fds;          /* DRM and KFD fds (not in n_fds) */
+	bool fd_kfd, map_kfd;        /* /dev/kfd open / mapped (a ROCm context maps it) */
+	/* The DRM clients of its fds (fdinfo), each once; malloc'd, owned by
+	 * the scan result. An fd whose fdinfo could not be read or had no
+	 * usage stats counts in drm.n_no_stats. */
+	struct gs_drm_usage drm;
 };
 
 struct gs_scan_result {
@@ -60,6 +72,11 @@ struct gs_scan_opts {
 	 * own fd table. A listed PID with nothing found is not reported. */
 	const pid_t *listed;
 	size_t n_listed;
+	/* Test fixtures standing for the drm- keys of fdinfo
+	 * (GPUSLATE_FDINFO_SHADOW, gs_drm_fdinfo_read); -1: none. Only the
+	 * caller's zeroed opts would make it 0, so gs_scan_holders takes 0 as
+	 * none too (fd 0 is stdin, never a directory of ours). */
+	int fdinfo_shadow_fd;
 };
 
 int gs_scan_holders(const struct gs_root *root, struct gs_devset *ds,

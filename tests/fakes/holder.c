@@ -52,6 +52,8 @@ struct opts {
 	bool close_fds, thread_fds;
 	unsigned int workers;
 	const char *ready_file;
+	const char *opens[MAX_GPUS];  /* --open: other device files (AMD/Intel) */
+	size_t nopens;
 };
 
 /* Lines for the ready file beyond `pid=` (child=, worker=), bounded. */
@@ -87,6 +89,7 @@ static void usage(void)
 	      "                 [--supervise] [--ready-file PATH] [--kind compute|graphics|mps]\n"
 	      "                 [--mem-unknown] [--close-fds] [--thread-fds] [--note TEXT]\n"
 	      "                 [--delay-open-ms N]\n"
+	      "                 [--open PATH]...\n"
 	      "                 [-- WORDS... (ignored: a realistic command line)]\n",
 	      stderr);
 	exit(2);
@@ -245,6 +248,9 @@ static void wait_forever(const sigset_t *wait_mask)
 
 /* ---- Holding ------------------------------------------------------------ */
 
+/* --open: the fds of the other device files, for the ready file. */
+static int open_fds[MAX_GPUS];
+
 /* The device fds opened so far (--close-fds closes them). */
 static int node_fds[MAX_GPUS + 2];
 static size_t n_node_fds;
@@ -381,10 +387,50 @@ static void open_nodes_in_thread(const struct opts *o)
 	close(t.ready[0]);
 }
 
+/* --open PATH (relative: to the dev root): an AMD/Intel node, e.g.
+ * dri/renderD129 or kfd. A compute holder maps it and holds a shared flock
+ * on PATH.lock, which forked children inherit as they inherit the driver's
+ * open file: the simulated driver (mkdrm.sh release) waits for an exclusive
+ * lock to know that the last holder is gone. A client only
+ * opens it. */
+static void open_other(const struct opts *o, size_t i)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (o->opens[i][0] == '/')
+		snprintf(path, sizeof(path), "%s", o->opens[i]);
+	else if ((size_t)snprintf(path, sizeof(path), "%s/%s", o->dev_root, o->opens[i]) >= sizeof(path))
+		die("path too long: %s/%s", o->dev_root, o->opens[i]);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	if (!o->client) {
+		void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED)
+			die("mmap %s: %s", path, strerror(errno));
+		/* The lock is on a file beside the node, not on the node: the
+		 * simulated driver taking it must not become a holder itself. */
+		char lock[PATH_MAX + 8];
+		int lfd;
+
+		snprintf(lock, sizeof(lock), "%s.lock", path);
+		lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (lfd < 0 || flock(lfd, LOCK_SH) < 0)
+			die("lock %s: %s", lock, strerror(errno));
+	}
+	open_fds[i] = fd;
+}
+
 static void hold(const struct opts *o)
 {
 	if (!o->dev_root)
 		die("no dev root: use --dev-root or GPUSLATE_DEV_ROOT");
+	for (size_t i = 0; i < o->nopens; i++)
+		open_other(o, i);
+	if (o->nopens && o->ngpus == 0)
+		return; /* an AMD/Intel holder only */
 	if (o->thread_fds) {
 		open_nodes_in_thread(o);
 	} else {
@@ -442,6 +488,14 @@ static void run_holder(const struct opts *o, const sigset_t *wait_mask)
 			;
 	}
 	hold(o);
+	for (size_t i = 0; i < o->nopens; i++) {
+		int n = snprintf(extra.buf + extra.len, sizeof(extra.buf) - extra.len, "fd=%s:%d\n", o->opens[i],
+				 open_fds[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(extra.buf) - extra.len)
+			die("ready file content too long");
+		extra.len += (size_t)n;
+	}
 	/* Workers form a process group led by the holder, as a framework's
 	 * launcher does (torchrun, mpirun): gpuslate then stops the group with
 	 * its leader. A session leader (--setsid) already leads its group. */
@@ -553,7 +607,7 @@ int main(int argc, char **argv)
 	enum { O_STATE = 256, O_DEV_ROOT, O_GPU, O_MIB, O_RELEASE_MS, O_MEM_UNKNOWN, O_CLIENT, O_CTL_ONLY,
 	       O_FORK_CHILD, O_EXIT_AFTER_FORK, O_WORKERS, O_IGNORE_TERM, O_SIGIGN_TERM, O_TERM_DEFAULT,
 	       O_BLOCK_TERM, O_TERM_ON_USR1, O_SETSID,
-	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE, O_CLOSE_FDS, O_THREAD_FDS, O_DELAY_OPEN };
+	       O_SUPERVISE, O_READY_FILE, O_KIND, O_NOTE, O_CLOSE_FDS, O_THREAD_FDS, O_DELAY_OPEN, O_OPEN };
 	static const struct option longopts[] = {
 		{ "state", required_argument, NULL, O_STATE },
 		{ "dev-root", required_argument, NULL, O_DEV_ROOT },
@@ -579,6 +633,7 @@ int main(int argc, char **argv)
 		{ "close-fds", no_argument, NULL, O_CLOSE_FDS },
 		{ "thread-fds", no_argument, NULL, O_THREAD_FDS },
 		{ "delay-open-ms", required_argument, NULL, O_DELAY_OPEN },
+		{ "open", required_argument, NULL, O_OPEN },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
@@ -624,6 +679,11 @@ int main(int argc, char **argv)
 		case O_CLOSE_FDS: o.close_fds = true; break;
 		case O_THREAD_FDS: o.thread_fds = true; break;
 		case O_DELAY_OPEN: o.delay_open_ms = parse_num("delay-open-ms", optarg, 3600000); break;
+		case O_OPEN:
+			if (o.nopens == MAX_GPUS)
+				die("too many --open");
+			o.opens[o.nopens++] = optarg;
+			break;
 		default: usage();
 		}
 	}
@@ -631,7 +691,7 @@ int main(int argc, char **argv)
 	 * a real server's (python3 -m sglang.launch_server --model ...). */
 	if (optind != argc && strcmp(argv[optind - 1], "--"))
 		usage();
-	if (o.ngpus == 0)
+	if (o.ngpus == 0 && o.nopens == 0)
 		o.gpus[o.ngpus++] = 0;
 	if (o.close_fds && (o.client || o.thread_fds))
 		die("--close-fds keeps only mappings: not with --client or --thread-fds");

@@ -22,6 +22,13 @@
 #       DIR/sys/class/kfd/kfd/proc/PID/vram_GPU_ID: a KFD process's VRAM
 #   mkdrm.sh vram-used DIR CARD MIB
 #       the amdgpu card<CARD>'s mem_info_vram_used
+#   mkdrm.sh release DIR NODE CARD MIB [KFD_PID]...
+#       the simulated driver's teardown: waits until the last process that
+#       holds NODE (e.g. dri/renderD129, opened by gs-holder --open, which
+#       keeps a shared flock on DIR/dev/NODE.lock that forked children
+#       inherit) is gone, then sets card<CARD>'s mem_info_vram_used to MIB
+#       and removes the KFD process entries of the KFD_PIDs, as amdgpu frees
+#       a context's memory when its last file reference goes.
 #
 # Identities are deterministic so tests can hard-code them: the BMC is card0
 # at 0000:03:00.0; NVIDIA GPU i is card<1+i> at mkhost.sh's bus; AMD GPU i
@@ -288,6 +295,20 @@ cmd_vram_used() {
 	mv "$f.tmp" "$f"
 }
 
+cmd_release() {
+	[ $# -ge 4 ] || usage
+	dir=$1 node=$2 k=$3 mib=$4
+	shift 4
+	need_uint CARD "$k"
+	need_uint MIB "$mib"
+	flock -x "$dir/dev/$node.lock" true
+	cmd_vram_used "$dir" "$k" "$mib"
+	for pid in "$@"; do
+		need_uint KFD_PID "$pid"
+		rm -rf "$dir/sys/class/kfd/kfd/proc/$pid"
+	done
+}
+
 [ $# -ge 1 ] || usage
 sub=$1
 shift
@@ -296,5 +317,6 @@ host) cmd_host "$@" ;;
 fdinfo) cmd_fdinfo "$@" ;;
 kfd-proc) cmd_kfd_proc "$@" ;;
 vram-used) cmd_vram_used "$@" ;;
+release) cmd_release "$@" ;;
 *) usage ;;
 esac

@@ -296,6 +296,55 @@ static void test_load_char_nodes(void **state)
 	gs_root_close(&root);
 }
 
+/* AMD/Intel nodes: only the cards the DRM backend names are recorded (a
+ * BMC's card0 stays unknown, so its Xorg is never a GPU holder), by
+ * identity for plain files and by the sysfs rdev for char nodes; /dev/kfd
+ * only once a DRM GPU exists. */
+static void test_drm_nodes(void **state)
+{
+	struct gs_root root;
+	struct gs_devset ds = { 0 };
+	char path[512];
+	struct stat st;
+	unsigned m = 999;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/dri", tmpdir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	touch("dri/card0");
+	touch("dri/card3");
+	touch("dri/renderD130");
+	touch("kfd");
+	assert_int_equal(gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }), 0);
+	assert_int_equal(gs_devset_parse_proc_devices("Character devices:\n226 drm\n237 kfd\n", &ds), 0);
+	assert_int_equal(ds.kfd_major, 237);
+	/* Before any DRM GPU: /dev/kfd's number is nobody's GPU. */
+	st = (struct stat){ .st_mode = S_IFCHR | 0666, .st_rdev = makedev(237, 0) };
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_NONE);
+
+	assert_int_equal(gs_devset_add_drm(&ds, root.dev_fd, 1, 3, makedev(226, 3), 130, makedev(226, 130)), 0);
+	stat_in("dri/card3", &st);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_DRM);
+	assert_int_equal(m, 1);
+	stat_in("dri/renderD130", &st);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_DRM);
+	assert_int_equal(m, 1);
+	stat_in("kfd", &st);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, NULL), GS_NODE_KFD);
+	stat_in("dri/card0", &st);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, NULL), GS_NODE_NONE);
+	/* Real nodes by rdev: ours, the BMC's card0 (226:0) not. */
+	st = (struct stat){ .st_mode = S_IFCHR | 0666, .st_rdev = makedev(226, 130) };
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_DRM);
+	assert_int_equal(m, 1);
+	st.st_rdev = makedev(226, 0);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_NONE);
+	st.st_rdev = makedev(237, 0);
+	assert_int_equal(gs_devset_classify_stat(&ds, &st, &m), GS_NODE_KFD);
+	gs_devset_free(&ds);
+	gs_root_close(&root);
+}
+
 static int setup(void **state)
 {
 	const char *base = getenv("TMPDIR");
@@ -322,6 +371,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_plain_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_empty_dev_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_char_nodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drm_nodes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

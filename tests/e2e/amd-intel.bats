@@ -1,0 +1,256 @@
+#!/usr/bin/env bats
+# AMD and Intel GPUs beside NVIDIA ones (issue 17), on a simulated host:
+# tests/fakes/mkdrm.sh builds the /sys (--sys-root) and dev/dri, dev/kfd
+# files; real gs-holder processes hold them (--open); the DRM usage keys of
+# their fdinfo come from fixtures (GPUSLATE_FDINFO_SHADOW) that gpuslate
+# believes only for the very open file they were written for; the simulated
+# amdgpu (mkdrm.sh release) frees a context's memory and KFD entry when the
+# last process holding it is gone. Nothing here ran on AMD or Intel hardware.
+#
+# The host: GPU 0 and 1 NVIDIA H200 (fake NVML); GPU 2 Intel (xe,
+# 0000:83:00.0, card4, renderD131); GPU 3 AMD MI300X (0000:c1:00.0, card3,
+# renderD130, KFD gpu_id 51887, GPU-1f9de0957d137940), 280 MiB used by the
+# driver itself.
+
+load helpers
+
+UUID0=GPU-a2983c1e-0000-4000-8000-000000000000
+AMD_UUID=GPU-1f9de0957d137940
+AMD_PCI=0000:c1:00.0
+INTEL_PCI=0000:83:00.0
+AMD_GPU_ID=51887
+AMD_RENDER=dri/renderD130
+INTEL_RENDER=dri/renderD131
+
+# helpers.bash's setup under another name: this file's setup builds the
+# DRM part of the host after it.
+eval "helpers_$(declare -f setup)"
+
+setup() {
+	GS_NGPUS=2
+	helpers_setup
+	rm -rf "$GS_HOST"
+	bash "$GS_FAKES/mkdrm.sh" host "$GS_HOST" --nvidia 2
+	mkdir -p "$GS_HOST/fdinfo"
+	export GPUSLATE_SYS_ROOT=$GS_HOST/sys
+	export GPUSLATE_FDINFO_SHADOW=$GS_HOST/fdinfo
+}
+
+mkdrm() { bash "$GS_FAKES/mkdrm.sh" "$@"; }
+
+# fd_of NAME PATH: the fd gs-holder NAME opened PATH on.
+fd_of() { ready_values "$BATS_TEST_TMPDIR/$1.ready" fd | sed -n "s|^$2:||p"; }
+
+# amd_used MIB: what amdgpu's mem_info_vram_used says, the driver's 280 MiB included.
+amd_used() { mkdrm vram-used "$GS_HOST" 3 $((280 + $1)); }
+
+# ROCm worker NAME [gs-holder options]: a process with the AMD render node
+# and /dev/kfd open and mapped (a HIP context).
+rocm_worker() {
+	local name=$1
+	shift
+	start_holder "$name" --open "$AMD_RENDER" --open kfd "$@"
+}
+
+# The simulated amdgpu: when the last holder of the AMD render node is
+# gone, used memory drops to the driver's own and the KFD entries go.
+start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RENDER" 3 280 "$@"; }
+
+@test "amd-intel: a mixed host lists NVIDIA, Intel and AMD GPUs with vendor, memory and ids (text, JSON, -g)" {
+	start_holder nv --gpu 0 --mib 2048
+	rocm_worker amd
+	start_holder xe --open "$INTEL_RENDER"
+	amd=$(rpid amd) xe=$(rpid xe) nv=$(rpid nv)
+	mkdrm kfd-proc "$GS_HOST" "$amd" "$AMD_GPU_ID" 4096
+	amd_used 4096
+	mkdrm fdinfo "$GS_HOST" "$amd" "$(fd_of amd "$AMD_RENDER")" amdgpu "$AMD_PCI" 11 --vram-mib 4096
+	mkdrm fdinfo "$GS_HOST" "$xe" "$(fd_of xe "$INTEL_RENDER")" xe "$INTEL_PCI" 3 --vram-mib 1024 --gtt-mib 64
+
+	run --separate-stderr gs status
+	assert_status 0
+	assert_match "$output" "^GPU +VENDOR +NAME +UUID +USED +RESERVED +TOTAL +HOLDERS\$" "header"
+	assert_match "$output" "^0 +NVIDIA +NVIDIA H200 +$UUID0 +2048 MiB +615 MiB +143771 MiB +1\$" "NVIDIA row"
+	assert_match "$output" "^2 +Intel +Intel GPU 8086: $INTEL_PCI +1024 MiB +- +24576 MiB +1\$" "Intel row"
+	assert_match "$output" "^3 +AMD +AMD Instinct MI $AMD_UUID +4096 MiB +280 MiB +196288 MiB +1\$" "AMD row"
+	assert_match "$output" "^ *$amd +root +.*gs-holder.* +3 +4096 MiB +compute " "ROCm worker row"
+	assert_match "$output" "^ *$xe +root +.*gs-holder.* +2 +1024 MiB +compute " "Intel worker row"
+	assert_eq "$stderr" "" "stderr"
+
+	run --separate-stderr gs status --json
+	assert_status 0
+	assert_eq "$(jqo .gpu_source)" "nvml+drm" "gpu_source"
+	assert_eq "$(jqo '[.gpus[] | "\(.index):\(.vendor):\(.driver):\(.memory_source)"] | join(" ")')" \
+		"0:nvidia:nvidia:nvml 1:nvidia:nvidia:nvml 2:intel:xe:fdinfo 3:amd:amdgpu:sysfs" "vendors"
+	assert_eq "$(jqo '.gpus[3] | "\(.uuid) \(.pci_bus_id) \(.minor) \(.memory_used_mib) \(.memory_reserved_mib)"')" \
+		"$AMD_UUID 00000000:C1:00.0 null 4096 280" "AMD GPU"
+	assert_eq "$(jqo '.gpus[2] | "\(.uuid) \(.memory_used_mib) \(.memory_total_mib)"')" "$INTEL_PCI 1024 24576" "Intel GPU"
+	assert_eq "$(jqo ".processes[] | select(.pid == $amd) | \"\(.kfd_listed) \(.memory_source) \(.drm_fds) \(.nvidia_fds)\"")" \
+		"true kfd 2 0" "ROCm worker"
+	assert_eq "$(jqo ".processes[] | select(.pid == $xe) | \"\(.kfd_listed) \(.memory_source) \(.gpus | join(\",\"))\"")" \
+		"false fdinfo 2" "Intel worker"
+	assert_eq "$(jqo ".processes[] | select(.pid == $nv) | \"\(.memory_source) \(.gpus | join(\",\"))\"")" "nvml 0" "NVIDIA worker"
+
+	# nvidia-smi's view stays NVIDIA's: its GPUs and NVML's rows only.
+	run --separate-stderr gs status --query-gpu=index,name,memory.used --format=csv,noheader,nounits
+	assert_status 0
+	assert_eq "$output" "0, NVIDIA H200, 2048
+1, NVIDIA H200, 0" "--query-gpu"
+	run --separate-stderr gs status --query-compute-apps=pid,used_memory --format=csv,noheader,nounits
+	assert_eq "$output" "$nv, 2048" "--query-compute-apps"
+
+	# -g: the AMD GPU by its unique id, the Intel one by its PCI address in NVML's form.
+	run --separate-stderr gs status --json -g "$AMD_UUID,00000000:83:00.0"
+	assert_status 0
+	assert_eq "$(jqo '[.gpus[].index] | join(",")')" "2,3" "selected by id and PCI address"
+	assert_alive "$amd" "$xe" "$nv"
+}
+
+@test "amd-intel: a forked ROCm worker keeps the dead creator's memory; reclaim stops it and the memory comes back" {
+	start_holder nv --gpu 0 --mib 2048
+	rocm_worker job --exit-after-fork
+	creator=$(rpid job) child=$(rpid job child) nv=$(rpid nv)
+	assert_dead "$creator"
+	# KFD names the creator (its context lives until the last reference);
+	# the child's inherited render fd shows the same DRM client.
+	mkdrm kfd-proc "$GS_HOST" "$creator" "$AMD_GPU_ID" 4096
+	amd_used 4096
+	mkdrm fdinfo "$GS_HOST" "$child" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 21 --vram-mib 4096
+	start_driver "$creator"
+
+	run --separate-stderr gs status --json
+	assert_status 0
+	assert_eq "$(jqo ".processes[] | select(.pid == $creator) | \"\(.alive) \(.kfd_listed) \(.held_by | join(\",\"))\"")" \
+		"false true $child" "dead creator"
+	assert_eq "$(jqo ".processes[] | select(.pid == $child) | \"\(.alive) \(.role) \(.memory_mib) \(.gpus | join(\",\"))\"")" \
+		"true compute 4096 3" "heir"
+	assert_eq "$(jqo '.gpus[3].memory_used_mib')" 4096 "AMD used"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[] | select(.index == 3) | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" \
+		"true 4096 0" "GPU 3"
+	assert_dead "$child"
+	assert_alive "$nv"
+	bg_wait driver 10
+	assert_eq "$BG_STATUS" 0 "simulated driver"
+	[ ! -e "$GS_HOST/sys/class/kfd/kfd/proc/$creator" ]
+
+	run --separate-stderr gs status --json -g 3
+	assert_eq "$(jqo '"\(.gpus[0].memory_used_mib) \(.processes | length)"')" "0 0" "after"
+}
+
+@test "amd-intel: a monitor with the render node and /dev/kfd open and no memory is a client and is left alone" {
+	rocm_worker job
+	start_holder mon --as rocm-smi --client --open "$AMD_RENDER" --open kfd
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used 2048
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 31 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$mon" "$(fd_of mon "$AMD_RENDER")" amdgpu "$AMD_PCI" 32 --vram-mib 0
+	start_driver "$job"
+
+	run --separate-stderr gs status --json
+	assert_eq "$(jqo ".processes[] | select(.pid == $mon) | \"\(.role) \(.memory_mib) \(.maps_gpu)\"")" "client null false" "monitor"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict (stderr: $stderr)"
+	assert_dead "$job"
+	assert_alive "$mon"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .reason")" "^client holding no GPU memory" "monitor left alone"
+}
+
+@test "amd-intel: a DRM client shared by a parent and its child counts once" {
+	start_holder xe --open "$INTEL_RENDER" --fork-child
+	parent=$(rpid xe) child=$(rpid xe child)
+	fd=$(fd_of xe "$INTEL_RENDER")
+	# fork: the same drm_file, so the same client id and figures in both.
+	mkdrm fdinfo "$GS_HOST" "$parent" "$fd" xe "$INTEL_PCI" 41 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$child" "$fd" xe "$INTEL_PCI" 41 --vram-mib 2048
+
+	run --separate-stderr gs status --json -g "$INTEL_PCI"
+	assert_status 0
+	assert_eq "$(jqo '.gpus[0].memory_used_mib')" 2048 "Intel used: one client"
+	assert_eq "$(jqo '[.processes[].memory_mib // 0] | add')" 2048 "the processes' memory"
+	assert_eq "$(jqo '[.processes[] | .role] | join(" ")')" "compute compute" "both hold the GPU"
+	assert_alive "$parent" "$child"
+}
+
+@test "amd-intel: an older amdgpu without fdinfo memory keys: memory from KFD and sysfs, and said so" {
+	rocm_worker job
+	job=$(rpid job)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 3072
+	amd_used 3072
+	# Linux 5.14-5.18: amdgpu's own keys, no drm- ones.
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 51 --vram-mib 3072 --no-stats
+	start_driver "$job"
+
+	run --separate-stderr gs status --json -g 3
+	assert_status 0
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | \"\(.memory_mib) \(.memory_source) \(.role)\"")" \
+		"3072 kfd compute" "worker"
+	assert_eq "$(jqo '"\(.gpus[0].memory_used_mib) \(.gpus[0].memory_source)"')" "3072 sysfs" "GPU"
+	assert_match "$(jqo '.warnings | join(";")')" "GPU 3 \\(amdgpu\\): DRM fdinfo gives no memory figure.*process memory from KFD, GPU memory from sysfs" "warning"
+	assert_match "$stderr" "gpuslate: warning: GPU 3 \\(amdgpu\\): DRM fdinfo gives no memory figure" "said on stderr"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 0
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 3072 0" "GPU 3"
+	assert_dead "$job"
+}
+
+@test "amd-intel: an AMD/Intel host without NVIDIA needs no NVML; a host without any GPU driver is 'no GPUs' (exit 3)" {
+	export GPUSLATE_NVML_LIB=$BATS_TEST_TMPDIR/nonexistent/libnvidia-ml.so.1
+	export GPUSLATE_NVIDIA_PROCFS=$BATS_TEST_TMPDIR/no-driver
+	run --separate-stderr gs status --json
+	assert_status 0
+	assert_eq "$(jqo '"\(.gpu_source) \([.gpus[] | .vendor] | join(","))"')" "drm intel,amd" "GPUs"
+	[ -z "$stderr" ] || { echo "stderr: $stderr"; false; }
+
+	rm -rf "$GS_HOST/sys/class/drm" "$GS_HOST/sys/class/kfd"
+	run --separate-stderr gs status
+	assert_status 3
+	assert_match "$stderr" "^gpuslate: no NVIDIA GPU driver: "
+}
+
+@test "amd-intel: a holder whose memory nobody reports is never taken for the driver's own buffers (unverified, not clean)" {
+	# A render-node client of an amdgpu without memory keys, no KFD context:
+	# nothing says how much of the used figure is its.
+	start_holder gfx --open "$AMD_RENDER"
+	gfx=$(rpid gfx)
+	amd_used 1024
+	mkdrm fdinfo "$GS_HOST" "$gfx" "$(fd_of gfx "$AMD_RENDER")" amdgpu "$AMD_PCI" 61 --no-mem-keys
+	start_driver
+
+	run --separate-stderr gs status --json -g 3
+	assert_status 0
+	assert_eq "$(jqo '"\(.gpus[0].memory_basis) \(.gpus[0].memory_used_mib) \(.gpus[0].unowned_mib)"')" "v1 1304 null" "GPU 3"
+	assert_match "$stderr" "GPU 3 \\(amdgpu\\): DRM fdinfo gives no memory figure.*nowhere: memory not verified" "said so"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 3
+	assert_eq "$(jqo .verdict)" unverified "verdict"
+	assert_dead "$gfx"
+}
+
+@test "amd-intel: a GPU monitor that holds memory of its own (xpu-smi, amd-smi) is a client by its name and left alone" {
+	rocm_worker job
+	# amd-smi with a mapped render node and 64 MiB of its own.
+	start_holder mon --as amd-smi --open "$AMD_RENDER"
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used $((2048 + 64))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 71 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$mon" "$(fd_of mon "$AMD_RENDER")" amdgpu "$AMD_PCI" 72 --vram-mib 64
+
+	run --separate-stderr gs status --json -g 3
+	assert_eq "$(jqo ".processes[] | select(.pid == $mon) | \"\(.role) \(.memory_mib)\"")" "client 64" "monitor"
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | .role")" compute "worker"
+
+	# Only the worker is a target; the monitor's 64 MiB stay, and say so.
+	run --separate-stderr gs reclaim -n -g 3 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "$job" "targets"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .reason")" "^GPU monitor, a client by its name" "monitor left alone"
+	assert_alive "$job" "$mon"
+}
