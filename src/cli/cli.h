@@ -27,7 +27,13 @@ void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short
 int gs_cmd_status(const struct gs_request *cli);
 int gs_cmd_reclaim(const struct gs_request *cli);
 int gs_cmd_wait(const struct gs_request *cli);
+int gs_cmd_run(const struct gs_request *cli);
 int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv);
+
+/* reclaim's terminal hooks (plan on plan_out, the question, the progress
+ * line), for `run`'s reclaim too. cli/cmd_reclaim.c */
+struct gs_reclaim_hooks;
+void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks);
 
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;

@@ -56,6 +56,8 @@ static int run_command(struct gs_request *cli, int argc, char **argv)
 		return gs_cmd_reclaim(cli);
 	case GS_CMD_WAIT:
 		return gs_cmd_wait(cli);
+	case GS_CMD_RUN:
+		return gs_cmd_run(cli);
 	default:
 		return GS_EXIT_USAGE;
 	}

@@ -19,6 +19,9 @@ enum gs_exit {
 	GS_EXIT_SELECTION_GONE = 6,
 	/* A filter (-u, --unit, --container, --match) matched no process. */
 	GS_EXIT_NO_MATCH = 7,
+	/* run: COMMAND succeeded (exit 0), but an intruder held a selected
+	 * GPU while it ran: its results may not be what a clean GPU gives. */
+	GS_EXIT_INTRUDER = 8,
 	/* gpuslate ran out of memory: it could not finish, so the GPUs are
 	 * not known to be clean (see gs_exit_of_error). */
 	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,
