@@ -176,7 +176,7 @@ int gs_cmd_run(const struct gs_request *cli)
 	if (rc.rep.verdict != GS_VERDICT_CLEAN) {
 		if (rc.rep.verdict != GS_VERDICT_REFUSED && !req.json)
 			gs_print_reclaim_report(stderr, &rc.rep);
-		gs_err("%s: COMMAND not run", rc.rep.verdict == GS_VERDICT_REFUSED ? "refused" : "the GPUs are not clean");
+		gs_err("COMMAND not run: the reclaim's verdict is %s", gs_verdict_name(rc.rep.verdict));
 		if (req.json)
 			emit_json(&req, &rc.rep, &job, NULL, 0, false, status);
 		gs_reclaim_free(&rc);
