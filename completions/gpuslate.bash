@@ -32,6 +32,11 @@ _gpuslate_cmd_opts()
 	wait)
 		echo "$_gpuslate_common --timeout --tolerance --reason"
 		;;
+	run)
+		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
+			--include -y --yes -n --dry-run --grace --timeout --tolerance
+			--no-units --reason --guard --restore"
+		;;
 	*)
 		echo "$_gpuslate_common"
 		;;
@@ -223,7 +228,7 @@ _gpuslate()
 		esac
 		case $w in
 		-*) continue ;;
-		status | reclaim | wait | help) cmd=$w; break ;;
+		status | reclaim | wait | run | help) cmd=$w; break ;;
 		esac
 	done
 
@@ -233,7 +238,7 @@ _gpuslate()
 		return
 	fi
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'status reclaim wait help' -- "$cur"))
+		COMPREPLY=($(compgen -W 'status reclaim wait run help' -- "$cur"))
 	fi
 }
 
