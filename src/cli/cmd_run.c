@@ -74,6 +74,14 @@ static json_t *json_run(const struct gs_request *req, const struct gs_runjob *jo
 		json_array_append_new(ins, o);
 	}
 	json_object_set_new(run, "intruders", ins);
+	{
+		json_t *sigs = json_array();
+
+		for (int i = 0; ran && i < 3; i++)
+			if (job->forwarded[i])
+				json_array_append_new(sigs, json_sprintf("SIG%s", sigabbrev_np(gs_runjob_signal(i))));
+		json_object_set_new(run, "signals_passed_on", sigs);
+	}
 	for (size_t i = 0; i < n_rs; i++) {
 		json_t *o = json_object();
 
@@ -112,6 +120,10 @@ static void summary(const struct gs_request *req, const struct gs_reclaim_report
 			job->term_signal, sigabbrev_np(job->term_signal) ? sigabbrev_np(job->term_signal) : "?");
 	else
 		fprintf(stderr, "\n  ran          %.2f s, exit status %d\n", job->run_ms / 1000.0, job->exit_code);
+	for (int i = 0; i < 3; i++)
+		if (job->forwarded[i])
+			fprintf(stderr, "  signals      SIG%s passed on to COMMAND (%d)\n", sigabbrev_np(gs_runjob_signal(i)),
+				job->forwarded[i]);
 	if (!job->n_intruders)
 		fprintf(stderr, "  intruders    none\n");
 	for (size_t i = 0; i < job->n_intruders; i++) {

@@ -473,6 +473,11 @@ out:
 	return r;
 }
 
+int gs_runjob_signal(int i)
+{
+	return i >= 0 && i < 3 ? forwarded_signals[i] : 0;
+}
+
 void gs_runjob_free(struct gs_runjob *j)
 {
 	free(j->intruders);

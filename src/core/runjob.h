@@ -58,7 +58,7 @@ struct gs_runjob {
 	int term_signal;          /* when a signal ended it, else 0 */
 	int status;               /* the shell's status: exit code, 128+signal, 126/127 exec failure */
 	int exec_errno;           /* exec failed: why */
-	int forwarded[3];         /* signals passed on: SIGINT, SIGTERM, SIGHUP counts */
+	int forwarded[3];         /* signals passed on, by gs_runjob_signal(i): how many times */
 	struct gs_intruder *intruders;
 	size_t n_intruders;
 	int watch_error;          /* last intruder scan failure (-errno), 0 when none */
@@ -75,6 +75,9 @@ void gs_runjob_save_dispositions(void);
 int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const struct gs_runjob_hooks *hooks,
 		  struct gs_runjob *ret);
 void gs_runjob_free(struct gs_runjob *j);
+
+/* The signal counted in gs_runjob.forwarded[i]: SIGINT, SIGTERM, SIGHUP. */
+int gs_runjob_signal(int i);
 
 /* Identities already accounted for: (pid, start time) pairs. */
 struct gs_pidset {

@@ -182,6 +182,7 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 		assert_eq "$BG_STATUS" 42 "exit status after SIG$sig"
 		assert_eq "$(cat "$d/got")" "$sig" "what COMMAND got"
 		assert_match "$BG_ERR" "^  ran +[0-9.]+ s, exit status 42$" "summary"
+		assert_match "$BG_ERR" "^  signals +SIG$sig passed on to COMMAND \(1\)$" "summary"
 	done
 }
 
@@ -262,4 +263,31 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	run --separate-stderr gs reclaim -y --guard
 	assert_status 2
 	assert_one_error "$stderr" "option --guard is not valid for 'reclaim'"
+}
+
+@test "run: Ctrl-C at a terminal reaches COMMAND once (gpuslate does not pass on what the terminal sent it)" {
+	local d=$BATS_TEST_TMPDIR
+	# COMMAND counts the SIGINTs it gets, then exits with the count when
+	# go appears.
+	cat >"$d/job.sh" <<-SH
+		n=0
+		trap 'n=\$((n+1)); echo \$n >"$d/count"' INT
+		echo pid=\$\$ >"$d/j.started"
+		while [ ! -e "$d/go" ]; do sleep 0.05; done
+		exit \$n
+	SH
+	pty_start tty "env --default-signal=INT '$GPUSLATE_BIN' run -y -- bash '$d/job.sh'"
+	wait_for 20 job_started j
+	local var=PTY_FD_tty
+	printf '\003' >&"${!var}"
+	wait_for 10 test -s "$d/count"
+	# Time for a second delivery, had gpuslate passed it on.
+	stays_for 1 grep -qx 1 "$d/count"
+	touch "$d/go"
+	pty_type tty ""
+	bg_wait tty
+	assert_eq "$BG_STATUS" 1 "exit status (COMMAND's count of SIGINTs)"
+	# The terminal sent it to the whole foreground group, COMMAND included.
+	assert_no_match "$(cat "$d/tty.tty")" "passed on to COMMAND" "summary"
+	assert_match "$(cat "$d/tty.tty")" "exit status +1" "summary"
 }
