@@ -291,3 +291,15 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_no_match "$(cat "$d/tty.tty")" "passed on to COMMAND" "summary"
 	assert_match "$(cat "$d/tty.tty")" "exit status +1" "summary"
 }
+
+@test "run: --json when the lock stays taken: the early-failure document, COMMAND not started" {
+	launch locker bash -c 'exec 9>>"$1"; flock -x 9; echo "pid=$$" >"$2"; exec sleep 600' \
+		_ "$GPUSLATE_LOCK_FILE" "$BATS_TEST_TMPDIR/locker.ready"
+	run --separate-stderr gs run -y --json --timeout 0.2 -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_status 5
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	assert_eq "$(jqo .command)" run command
+	assert_eq "$(jqo .verdict)" refused verdict
+	assert_eq "$(jqo .run.started)" false "run.started"
+	assert_eq "$(jqo '.run.command | join(" ")')" "touch $BATS_TEST_TMPDIR/ran" "run.command"
+}
