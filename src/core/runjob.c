@@ -264,7 +264,7 @@ static int scan(struct watch *w, bool first)
 	struct gs_reclaim *rc = w->rc;
 	struct gs_snapshot s;
 	struct gs_ptable pt = { 0 };
-	struct gs_gpuset sel;
+	struct gs_gpuset sel = { 0 };
 	char err[256];
 	size_t before = w->job->n_intruders;
 	int r;
