@@ -155,16 +155,19 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$BG_STATUS" 8 "exit status (the intruder)"
 }
 
-@test "run: holders left alone by the reclaim are no intruders" {
-	start_holder other --gpu 1 --mib 512
+@test "run: -g 0: a holder of another GPU is none of run's business, before or during COMMAND" {
+	start_holder before --gpu 1 --mib 512
 	bg job gs run -y -g 0 -- bash -c "$(job_script j)"
 	wait_for 10 job_started j
+	start_holder during --gpu 1 --mib 512
 	start_holder intruder --gpu 0 --mib 256
+	# The scan that reports the intruder on GPU 0 saw the other two.
 	wait_for 10 file_has "$BATS_TEST_TMPDIR/job.err" "intruder on GPU 0: PID $(rpid intruder) "
 	job_go j 0
 	bg_wait job
-	assert_alive "$(rpid other)"
-	assert_no_match "$BG_ERR" "PID $(rpid other) " "reports"
+	assert_eq "$BG_STATUS" 8 "exit status"
+	assert_alive "$(rpid before)" "$(rpid during)"
+	assert_no_match "$BG_ERR" "PID ($(rpid before)|$(rpid during)) " "reports"
 }
 
 @test "run: SIGINT and SIGTERM sent to gpuslate reach COMMAND first; the run ends with its status" {
