@@ -13,6 +13,7 @@
 #include "util/sanitize.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,7 +204,11 @@ int gs_cmd_run(const struct gs_request *cli)
 
 		r = gs_runjob_run(&rc, &req, &rh, &job);
 	}
-	if (r < 0) {
+	if (r == -EINTR) {
+		/* As Ctrl-C while waiting for the lock: nothing more is done. */
+		gs_err("interrupted after the reclaim: COMMAND not run");
+		status = GS_EXIT_REFUSED;
+	} else if (r < 0) {
 		gs_err("cannot start '%s': %s", req.run_argv[0], strerror(-r));
 		status = GS_EXIT_NOT_CLEAN;
 	} else {

@@ -474,6 +474,11 @@ int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *
 	return r;
 }
 
+bool gs_reclaim_was_interrupted(void)
+{
+	return interrupted != 0;
+}
+
 void gs_reclaim_free(struct gs_reclaim *rc)
 {
 	gs_verify_result_free(&rc->vr);

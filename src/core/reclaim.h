@@ -101,6 +101,10 @@ struct gs_reclaim {
 int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *hooks, struct gs_reclaim *rc);
 void gs_reclaim_free(struct gs_reclaim *rc);
 
+/* Whether SIGINT, SIGTERM or SIGHUP reached the pipeline's handler (run:
+ * one that came after the verdict means COMMAND must not start). */
+bool gs_reclaim_was_interrupted(void);
+
 /* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE, else
  * /run or /tmp). */
 const char *gs_last_reclaim_path(char *buf, size_t len);

@@ -384,7 +384,7 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 	sigset_t block, old, waitmask;
 	siginfo_t si;
-	uint64_t next_scan, t0_ns;
+	uint64_t next_scan, t0_ns = 0;
 	int pidfd = -1, r;
 
 	memset(job, 0, sizeof(*job));
@@ -411,6 +411,12 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	waitmask = old;
 	for (int i = 0; i < 3; i++)
 		sigdelset(&waitmask, forwarded_signals[i]);
+	/* A Ctrl-C or SIGTERM after the reclaim's verdict and before these
+	 * handlers: whoever sent it did not want COMMAND started. */
+	if (gs_reclaim_was_interrupted()) {
+		r = -EINTR;
+		goto out;
+	}
 
 	t0_ns = gs_now_ns();
 	w.t0_ms = gs_now_ms();
@@ -464,7 +470,7 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	}
 	r = 0;
 out:
-	job->run_ms = (gs_now_ns() - t0_ns) / 1000000;
+	job->run_ms = job->started ? (gs_now_ns() - t0_ns) / 1000000 : 0;
 	if (pidfd >= 0)
 		close(pidfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -70,8 +70,9 @@ void gs_runjob_save_dispositions(void);
 
 /* Run req->run_argv after the clean reclaim rc (its lock held, its
  * discovery used for the intruder scans). Returns 0 with ret filled when
- * COMMAND was started or its exec failed (ret->exec_errno); -errno when
- * it could not be started at all. */
+ * COMMAND was started or its exec failed (ret->exec_errno); -EINTR when
+ * a signal reached gpuslate after the reclaim (COMMAND not started);
+ * -errno when it could not be started at all. */
 int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const struct gs_runjob_hooks *hooks,
 		  struct gs_runjob *ret);
 void gs_runjob_free(struct gs_runjob *j);
