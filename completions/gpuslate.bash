@@ -37,6 +37,10 @@ _gpuslate_cmd_opts()
 		echo "--json -q --quiet -v --verbose -w --hosts -x --exclude -f --fanout
 			--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
 			-h --help -V --version -y --yes -n --dry-run --timeout"
+	run)
+		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
+			--include -y --yes -n --dry-run --grace --timeout --tolerance
+			--no-units --include-parent --reason --guard --restore"
 		;;
 	*)
 		echo "$_gpuslate_common"
@@ -229,7 +233,7 @@ _gpuslate()
 		esac
 		case $w in
 		-*) continue ;;
-		status | reclaim | wait | restore | help) cmd=$w; break ;;
+		status | reclaim | wait | restore | run | help) cmd=$w; break ;;
 		esac
 	done
 
@@ -239,7 +243,7 @@ _gpuslate()
 		return
 	fi
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'status reclaim wait restore help' -- "$cur"))
+		COMPREPLY=($(compgen -W 'status reclaim wait restore run help' -- "$cur"))
 	fi
 }
 

@@ -28,7 +28,13 @@ int gs_cmd_status(const struct gs_request *cli);
 int gs_cmd_reclaim(const struct gs_request *cli);
 int gs_cmd_wait(const struct gs_request *cli);
 int gs_cmd_restore(const struct gs_request *cli);
+int gs_cmd_run(const struct gs_request *cli);
 int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv);
+
+/* reclaim's terminal hooks (plan on plan_out, the question, the progress
+ * line), for `run`'s reclaim too. cli/cmd_reclaim.c */
+struct gs_reclaim_hooks;
+void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks);
 
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;

@@ -18,6 +18,7 @@
 
 struct terminal {
 	const struct gs_request *req;
+	FILE *out;               /* the plan: stdout, or stderr for `run` */
 	bool progress_drawn;
 };
 
@@ -42,9 +43,9 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 
 	if (t->req->json)
 		return;
-	gs_print_plan(stdout, rc->rep.before, rc->rep.plan);
+	gs_print_plan(t->out, rc->rep.before, rc->rep.plan);
 	if (rc->no_match)
-		printf("%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), GS_SAFE(rc->no_match_msg + 1));
+		fprintf(t->out, "%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), GS_SAFE(rc->no_match_msg + 1));
 }
 
 static bool ask(void)
@@ -148,11 +149,13 @@ static void emit(const struct gs_request *req, const struct gs_reclaim_report *r
 	fflush(stdout);
 }
 
-static int run(const struct gs_request *req)
+void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks)
 {
-	struct terminal term = { .req = req };
+	static struct terminal term;
 	bool progress = isatty(STDERR_FILENO) && !req->quiet && !getenv("GPUSLATE_NO_PROGRESS");
-	struct gs_reclaim_hooks hooks = {
+
+	term = (struct terminal){ .req = req, .out = plan_out };
+	*hooks = (struct gs_reclaim_hooks){
 		.ud = &term,
 		.snapshot_ready = on_snapshot,
 		.note = on_note,
@@ -161,8 +164,15 @@ static int run(const struct gs_request *req)
 		.progress = progress ? on_progress : NULL,
 		.progress_end = on_progress_end,
 	};
+}
+
+static int run(const struct gs_request *req)
+{
+	struct gs_reclaim_hooks hooks;
 	struct gs_reclaim rc;
 	int status;
+
+	gs_cli_reclaim_hooks(req, stdout, &hooks);
 
 	if (gs_reclaim_run(req, &hooks, &rc) < 0) {
 		gs_err("'%s' cannot run the reclaim pipeline", req->cmd_name);

@@ -58,6 +58,8 @@ static int run_command(struct gs_request *cli, int argc, char **argv)
 		return gs_cmd_wait(cli);
 	case GS_CMD_RESTORE:
 		return gs_cmd_restore(cli);
+	case GS_CMD_RUN:
+		return gs_cmd_run(cli);
 	default:
 		return GS_EXIT_USAGE;
 	}

@@ -45,6 +45,7 @@ static const char usage_head[] =
 	" gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n"
 	" gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n"
 	" gpuslate [options] restore [-y] [-n] [--json]\n"
+	" gpuslate [options] run     [-g GPUS] [selection] [-y] [-n] [--guard] [--restore] -- COMMAND [ARGS...]\n"
 	"\n"
 	"Find every process holding a GPU, stop each one the right way, wait until\n"
 	"the memory is released and verify it. TIME is seconds (10, 0.5) or a\n"
@@ -56,7 +57,8 @@ static const char usage_tail[] =
 	"Exit status: 0 clean, 1 not clean, 2 usage error, 3 GPU driver failure,\n"
 	"4 some hosts failed, 5 refused, 6 selection gone but processes left alone\n"
 	"hold memory, 7 a filter matched no process, 8 restore could not start\n"
-	"everything. See gpuslate(1).\n";
+	"everything, 9 (run) COMMAND succeeded but an intruder held a selected GPU.\n"
+	"run: COMMAND's own status (128+N: signal N) once it ran. See gpuslate(1).\n";
 
 void gs_cli_usage(FILE *f)
 {
@@ -256,6 +258,16 @@ static int check_request(struct gs_request *req)
 		       req->proc_root);
 		return -EINVAL;
 	}
+	if (req->cmd == GS_CMD_RUN && (req->n_hosts || req->remote)) {
+		/* COMMAND runs here, with this terminal: a fleet has no one
+		 * place to run it. */
+		gs_err("'run' is local only: it cannot be combined with -w (run it on each host: ssh HOST gpuslate run ...)");
+		return -EINVAL;
+	}
+	if (req->cmd == GS_CMD_RUN && req->proc_root) {
+		gs_err("--proc-root '%s' is for reading a /proc copy; run acts only on the real /proc", req->proc_root);
+		return -EINVAL;
+	}
 	if (!req->command_timeout_ms)
 		req->command_timeout_ms = req->timeout_ms + req->grace_ms * 2 + 60000;
 	return 0;
@@ -267,7 +279,11 @@ static bool set_command(struct gs_request *req, const char *word)
 	static const struct {
 		const char *name;
 		enum gs_cmd cmd;
-	} cmds[] = { { "status", GS_CMD_STATUS }, { "reclaim", GS_CMD_RECLAIM }, { "wait", GS_CMD_WAIT }, { "restore", GS_CMD_RESTORE } };
+	} cmds[] = { { "status", GS_CMD_STATUS },
+		     { "reclaim", GS_CMD_RECLAIM },
+		     { "wait", GS_CMD_WAIT },
+		     { "restore", GS_CMD_RESTORE },
+		     { "run", GS_CMD_RUN } };
 
 	for (size_t i = 0; i < GS_ARRAY_SIZE(cmds); i++)
 		if (!strcmp(word, cmds[i].name)) {
@@ -276,6 +292,28 @@ static bool set_command(struct gs_request *req, const char *word)
 			return true;
 		}
 	return false;
+}
+
+/* `run [options] -- COMMAND [ARGS...]`: what follows the first "--" after
+ * the word run is COMMAND's, never gpuslate's options (getopt would read
+ * COMMAND's -y as ours). Returns the argc gpuslate parses. */
+static int split_run_command(int argc, char **argv, struct gs_request *req)
+{
+	bool run_seen = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "run"))
+			run_seen = true;
+		if (strcmp(argv[i], "--"))
+			continue;
+		if (!run_seen)
+			return argc;
+		/* argv is NULL-terminated, and getopt permutes only the
+		 * arguments before i. */
+		req->run_argv = &argv[i + 1];
+		return i;
+	}
+	return argc;
 }
 
 int gs_cli_parse(int argc, char **argv, struct gs_request *req)
@@ -290,6 +328,7 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 
 	gs_request_defaults(req);
 	gs_cli_getopt_tables(&lo, &so);
+	argc = split_run_command(argc, argv, req);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, so, lo, &longindex)) != -1) {
 		const struct gs_option *o = c > 0 && c != ':' && c != '?' ? gs_option_find(c) : NULL;
@@ -337,7 +376,7 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 	}
 
 	if (optind >= argc) {
-		gs_err("no command given (status, reclaim, wait or restore)");
+		gs_err("no command given (status, reclaim, wait, restore or run)");
 		return -EINVAL;
 	}
 	if (!strcmp(argv[optind], "help")) {
@@ -345,11 +384,23 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 		exit(GS_EXIT_CLEAN);
 	}
 	if (!set_command(req, argv[optind])) {
-		gs_err("unknown command '%s' (status, reclaim, wait or restore)", argv[optind]);
+		gs_err("unknown command '%s' (status, reclaim, wait, restore or run)", argv[optind]);
 		return -EINVAL;
 	}
 	if (optind + 1 < argc) {
-		gs_err("unexpected argument '%s'", argv[optind + 1]);
+		if (req->cmd == GS_CMD_RUN)
+			gs_err("unexpected argument '%s': put COMMAND after '--' (gpuslate run [options] -- COMMAND [ARGS...])",
+			       argv[optind + 1]);
+		else
+			gs_err("unexpected argument '%s'", argv[optind + 1]);
+		return -EINVAL;
+	}
+	if (req->cmd == GS_CMD_RUN && (!req->run_argv || !req->run_argv[0])) {
+		gs_err("run: no COMMAND given (gpuslate run [options] -- COMMAND [ARGS...])");
+		return -EINVAL;
+	}
+	if (req->cmd != GS_CMD_RUN && req->run_argv) {
+		gs_err("'--' and a COMMAND are only for 'run'");
 		return -EINVAL;
 	}
 	for (const struct gs_option *o = gs_options; o->name; o++)

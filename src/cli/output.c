@@ -121,13 +121,23 @@ void gs_cli_print_early_json(const struct gs_request *cli, int status)
 	if (!cli->n_hosts || cli->remote) {
 		json_object_set_new(j, GS_JK_GPUS, json_array());
 		json_object_set_new(j, GS_JK_PROCESSES, json_array());
-		if (cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT) {
+		if (cli->cmd == GS_CMD_RECLAIM || cli->cmd == GS_CMD_WAIT || cli->cmd == GS_CMD_RUN) {
 			json_object_set_new(j, "dry_run", json_boolean(cli->dry_run));
 			json_object_set_new(j, GS_JK_UNMATCHED, json_array());
 			json_object_set_new(j, GS_JK_PLAN, json_null());
 			json_object_set_new(j, "units", json_array());
 			json_object_set_new(j, GS_JK_RESPAWNS, json_array());
 			json_object_set_new(j, "interrupted", json_false());
+			if (cli->cmd == GS_CMD_RUN) {
+				/* COMMAND never started. */
+				json_t *run = json_object(), *argv = json_array();
+
+				for (size_t i = 0; cli->run_argv && cli->run_argv[i]; i++)
+					json_array_append_new(argv, gs_json_text(cli->run_argv[i]));
+				json_object_set_new(run, "command", argv);
+				json_object_set_new(run, "started", json_false());
+				json_object_set_new(j, "run", run);
+			}
 		} else if (cli->cmd == GS_CMD_STATUS) {
 			json_object_set_new(j, GS_JK_WARNINGS, json_array());
 		} else if (cli->cmd == GS_CMD_RESTORE) {

@@ -648,11 +648,15 @@ static void record_stopped(struct gs_reclaim *rc)
 			continue;
 		}
 		r = gs_stopped_add(&set, &rec);
+		if (r == 0)
+			r = gs_stopped_add(&rc->recorded, &rec);
 	}
 	if (r == 0)
 		r = gs_stopped_save(path, &set);
-	if (r < 0)
+	if (r < 0) {
 		note(rc, "not recorded for 'gpuslate restore': cannot write '%s': %s", path, strerror(-r));
+		gs_stopped_free(&rc->recorded);
+	}
 	gs_stopped_free(&set);
 }
 
@@ -845,10 +849,16 @@ int gs_reclaim_run(const struct gs_request *req, const struct gs_reclaim_hooks *
 	return r;
 }
 
+bool gs_reclaim_was_interrupted(void)
+{
+	return interrupted != 0;
+}
+
 void gs_reclaim_free(struct gs_reclaim *rc)
 {
 	gs_verify_result_free(&rc->vr);
 	gs_respawn_watch_free(&rc->watch);
+	gs_stopped_free(&rc->recorded);
 	free(rc->managed);
 	rc->managed = NULL;
 	rc->n_managed = 0;

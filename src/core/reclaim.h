@@ -15,6 +15,7 @@
 #include "core/filters.h"
 #include "core/plan.h"
 #include "core/request.h"
+#include "core/stopped.h"
 #include "core/snapshot.h"
 #include "core/stop.h"
 #include "core/verdict.h"
@@ -109,6 +110,9 @@ struct gs_reclaim {
 	/* What was stopped through its manager (after the stop stage). */
 	struct gs_managed_stop *managed;
 	size_t n_managed;
+	/* The records this reclaim wrote to the stopped-state file: what
+	 * `run --restore` starts again (and nothing an earlier reclaim left). */
+	struct gs_stopped recorded;
 	struct gs_filters_host host;
 	char unmatched[16][320];
 	const char *resolved[GS_MAX_MULTI];
@@ -134,6 +138,9 @@ void gs_reclaim_free(struct gs_reclaim *rc);
  * the deadline, -EINTR *intr was set while waiting. */
 int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*waiting)(void *ud), void *ud,
 		      int *ret_fd, char *err, size_t errlen);
+/* Whether SIGINT, SIGTERM or SIGHUP reached the pipeline's handler (run:
+ * one that came after the verdict means COMMAND must not start). */
+bool gs_reclaim_was_interrupted(void);
 
 /* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE, else
  * /run or /tmp). */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT, GS_CMD_RESTORE };
+enum gs_cmd { GS_CMD_NONE, GS_CMD_STATUS, GS_CMD_RECLAIM, GS_CMD_WAIT, GS_CMD_RESTORE, GS_CMD_RUN };
 
 #define GS_MAX_MULTI 32
 
@@ -47,6 +47,12 @@ struct gs_request {
 	uint64_t grace_ms, timeout_ms;
 	uint64_t tolerance_mib;
 	const char *reason;
+
+	/* run: COMMAND [ARGS...] after "--" (NULL-terminated), and what to do
+	 * while it runs and after */
+	char *const *run_argv;
+	bool guard;                       /* --guard: stop intruders */
+	bool restore;                     /* --restore: start again what was stopped */
 
 	/* output */
 	bool json, csv, quiet, prometheus;

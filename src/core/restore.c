@@ -229,6 +229,8 @@ static void save_rest(struct gs_restore *rs, const struct gs_restore_hooks *h)
 	struct gs_stopped set = { 0 };
 	int r = 0;
 
+	for (size_t i = 0; i < rs->others.n && r == 0; i++)
+		r = gs_stopped_add(&set, &rs->others.recs[i]);
 	for (size_t i = 0; i < rs->n && r == 0; i++) {
 		enum gs_restore_outcome o = rs->items[i].outcome;
 
@@ -289,6 +291,14 @@ static int fail(struct gs_restore *rs, enum gs_exit status, const char *fmt, ...
 	return 0;
 }
 
+static bool in_set(const struct gs_stopped *s, const struct gs_stopped_rec *r)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (gs_stopped_same(&s->recs[i], r))
+			return true;
+	return false;
+}
+
 struct lock_note {
 	const struct gs_restore_hooks *h;
 	uint64_t timeout_ms;
@@ -331,12 +341,21 @@ static int run(const struct gs_request *req, const struct gs_restore_opts *o, co
 		gs_stopped_free(&set);
 		return fail(rs, GS_EXIT_OUT_OF_MEMORY, "out of memory");
 	}
-	for (size_t i = 0; i < set.n; i++) {
-		rs->items[i].rec = set.recs[i];
-		rs->items[i].exit_code = -1;
+	for (size_t i = 0; i < set.n && r == 0; i++) {
+		if (o->only && !in_set(o->only, &set.recs[i])) {
+			r = gs_stopped_add(&rs->others, &set.recs[i]);
+			continue;
+		}
+		rs->items[rs->n].rec = set.recs[i];
+		rs->items[rs->n++].exit_code = -1;
 	}
-	rs->n = set.n;
 	gs_stopped_free(&set);
+	if (r < 0)
+		return fail(rs, gs_exit_of_error(r, GS_EXIT_NOT_CLEAN), "%s", strerror(-r));
+	if (rs->n == 0) {
+		conclude(rs, GS_VERDICT_NOTHING_TO_RESTORE);
+		return 0;
+	}
 
 	have_pct = gs_program_exists("pct");
 	decide(rs, have_pct, req->timeout_ms);
@@ -408,6 +427,7 @@ void gs_restore_free(struct gs_restore *rs)
 	free(rs->items);
 	rs->items = NULL;
 	rs->n = 0;
+	gs_stopped_free(&rs->others);
 	if (rs->lock_fd >= 0)
 		close(rs->lock_fd);
 	rs->lock_fd = -1;

@@ -57,6 +57,9 @@ struct gs_restore {
 	/* a write failure of the state file after the starts (a note too) */
 	char save_error[512];
 	int lock_fd;
+	/* Records of other reclaims (gs_restore_opts.only): not
+	 * items, written back to the file as they were. */
+	struct gs_stopped others;
 };
 
 struct gs_restore_hooks {
@@ -74,6 +77,12 @@ struct gs_restore_opts {
 	 * signal handlers of its own and stops starting when it is set. NULL:
 	 * restore's own handlers for SIGINT, SIGTERM and SIGHUP. */
 	volatile sig_atomic_t *interrupted;
+	/* Not NULL (gpuslate run --restore): only the file's records of the
+	 * same unit or container as one of these (the records the run's own
+	 * reclaim wrote; a later stop of the same thing replaces a record, so
+	 * these are that reclaim's). The rest of the file is left for
+	 * `gpuslate restore`. */
+	const struct gs_stopped *only;
 };
 
 /* Run req (yes, dry_run, timeout_ms: the lock wait and each start's

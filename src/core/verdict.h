@@ -22,6 +22,9 @@ enum gs_exit {
 	/* restore: something a reclaim stopped could not be started again
 	 * (its record is kept, so restore can be run again). */
 	GS_EXIT_NOT_RESTORED = 8,
+	/* run: COMMAND succeeded (exit 0), but an intruder held a selected
+	 * GPU while it ran: its results may not be what a clean GPU gives. */
+	GS_EXIT_INTRUDER = 9,
 	/* gpuslate ran out of memory: it could not finish, so the GPUs are
 	 * not known to be clean (see gs_exit_of_error). */
 	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,

@@ -52,7 +52,7 @@ except() { # except "a b" : the options to leave out, as --a and --b, a line eac
 # bash_offered: every option the bash completion offers for some command.
 bash_offered() {
 	local c
-	for c in "" status reclaim wait; do
+	for c in "" status reclaim wait run; do
 		bash -c '
 			source "$1/completions/gpuslate.bash"; shift
 			COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))

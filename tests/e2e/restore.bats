@@ -223,3 +223,41 @@ trainer_back() {
 	assert_match "$output" "start +unit trainer.service" "dry run under the lock"
 	kill "$(cat "$BATS_TEST_TMPDIR/locker.pid")"
 }
+
+@test "run --restore: COMMAND runs on the freed GPU, then the unit this reclaim stopped runs again; an earlier reclaim's record is left for restore" {
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096
+	first=$UNIT_MAIN
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+	# What an earlier reclaim left: a unit this manager does not know, so
+	# a start of it would fail (exit 8) and show.
+	jq -n '{schema_version: 1, stopped: [{kind: "unit", runtime: "systemd", name: "older.service", id: null,
+		container: null, stopped_at: 1764810000, reclaim: {started_at: 1764809999, reason: null},
+		state_before: "active", enabled_before: "enabled"}]}' >"$BATS_TEST_TMPDIR/s.json"
+	install -m 0600 "$BATS_TEST_TMPDIR/s.json" "$(stopped_file)"
+
+	run --separate-stderr gs run -y --restore --json -- \
+		"$GPUSLATE_BIN" status --query-gpu=index,memory.used --format=csv,noheader,nounits
+	assert_status 0
+	assert_eq "$(head -n 1 <<<"$output")" "0, 0" "GPU 0 as COMMAND saw it"
+	output=$(sed '/^[0-9], /d' <<<"$output")
+	assert_eq "$(jqo .verdict)" clean "reclaim verdict"
+	assert_eq "$(jqo .run.exit_status)" 0 "COMMAND's status"
+	assert_eq "$(jqo .run.restore.verdict)" restored "restore verdict"
+	assert_eq "$(jqo '[.run.restore.items[] | "\(.name)=\(.outcome)"] | join(" ")')" "trainer.service=started" \
+		"only this reclaim's unit"
+	assert_dead "$first"
+	wait_for 10 trainer_back
+	track "$(main_pid trainer.service)"
+	assert_eq "$(stopped_json '[.stopped[].name] | join(" ")')" older.service "the earlier record, kept"
+
+	# Text: the summary names what was started again.
+	sd stop trainer.service
+	run --separate-stderr gs run -y --restore -- true
+	assert_status 0
+	if grep -q 'trainer\.service' <<<"$stderr"; then
+		echo "a unit that was not running was stopped or restored: $stderr" >&2
+		return 1
+	fi
+	assert_match "$stderr" "^  restored +nothing$" "summary"
+}

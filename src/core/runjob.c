@@ -1,0 +1,492 @@
+/* gpuslate run: COMMAND under the reclaim lock, the intruder watch and
+ * signal forwarding. See runjob.h. */
+#include "core/runjob.h"
+#include "core/gpusel.h"
+#include "core/reclaim.h"
+#include "util/fdlimit.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A rescan of GPUs and processes every half second: an intruder is told
+ * within a second, and a scan costs a few milliseconds of CPU. */
+#define GS_RUN_SCAN_MS 500
+
+static const int forwarded_signals[3] = { SIGINT, SIGTERM, SIGHUP };
+/* Per signal: sent to gpuslate by a process (kill), or by the kernel (a
+ * terminal's Ctrl-C or hangup, which the whole foreground group gets). */
+static volatile sig_atomic_t pending_user[3], pending_kernel[3];
+
+/* The dispositions gpuslate was started with (gs_runjob_save_dispositions):
+ * COMMAND gets them back, so `nohup gpuslate run -- job` keeps the job's
+ * SIGHUP ignored, as a shell would. */
+static const int passed_signals[4] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+static bool was_ignored[4];
+
+void gs_runjob_save_dispositions(void)
+{
+	for (int i = 0; i < 4; i++) {
+		struct sigaction cur;
+
+		was_ignored[i] = sigaction(passed_signals[i], NULL, &cur) == 0 && cur.sa_handler == SIG_IGN;
+	}
+}
+
+static int sig_slot(int sig)
+{
+	for (int i = 0; i < 3; i++)
+		if (forwarded_signals[i] == sig)
+			return i;
+	return -1;
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int i = sig_slot(sig);
+
+	(void)uc;
+	if (i < 0)
+		return;
+	if (si && si->si_code == SI_KERNEL)
+		pending_kernel[i] = 1;
+	else
+		pending_user[i] = 1;
+}
+
+bool gs_pidset_has(const struct gs_pidset *s, pid_t pid, uint64_t starttime)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].pid == pid && s->v[i].starttime == starttime)
+			return true;
+	return false;
+}
+
+int gs_pidset_add(struct gs_pidset *s, pid_t pid, uint64_t starttime)
+{
+	if (gs_pidset_has(s, pid, starttime))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 32;
+		void *v = realloc(s->v, cap * sizeof(*s->v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n].pid = pid;
+	s->v[s->n].starttime = starttime;
+	s->n++;
+	return 0;
+}
+
+void gs_pidset_free(struct gs_pidset *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* In COMMAND's tree, or below gpuslate (its helpers, and orphans of the
+ * tree it adopted as subreaper): never an intruder, never signalled. */
+static bool ours(const struct gs_ptable *pt, pid_t self, pid_t child, const struct gs_pidset *tree, pid_t pid,
+		 uint64_t starttime)
+{
+	return gs_pidset_has(tree, pid, starttime) || gs_ptable_is_ancestor(pt, child, pid) ||
+	       gs_ptable_is_ancestor(pt, self, pid);
+}
+
+bool gs_runjob_is_intruder(const struct gs_holder *h, const struct gs_gpuset *sel, const struct gs_ptable *pt,
+			   pid_t self, pid_t child, const struct gs_pidset *known, const struct gs_pidset *tree)
+{
+	const struct gs_pidstat *st;
+
+	/* Clients (monitors, nvidia-smi) hold no memory and protected daemons
+	 * are never stopped: neither takes the GPU from COMMAND. */
+	if (!h->alive || !h->info_ok || h->role != GS_ROLE_COMPUTE)
+		return false;
+	if (!gs_gpuset_intersects(&h->gpus, sel))
+		return false;
+	st = gs_ptable_find(pt, h->pid);
+	/* Gone from the table read after the snapshot, or a new process under
+	 * the same pid: told on the next scan, if it still holds the GPU. */
+	if (!st || st->starttime != h->info.st.starttime)
+		return false;
+	if (gs_pidset_has(known, h->pid, st->starttime))
+		return false;
+	return !ours(pt, self, child, tree, h->pid, st->starttime);
+}
+
+struct watch {
+	struct gs_reclaim *rc;
+	const struct gs_request *req;
+	const struct gs_runjob_hooks *hooks;
+	struct gs_runjob *job;
+	pid_t self, child;
+	uint64_t t0_ms;
+	struct gs_pidset known, tree;
+};
+
+static void fill_intruder(struct gs_intruder *in, const struct gs_snapshot *s, const struct gs_holder *h,
+			  const struct gs_gpuset *sel, uint64_t seen_ms)
+{
+	memset(in, 0, sizeof(*in));
+	in->pid = h->pid;
+	in->starttime = h->info.st.starttime;
+	in->uid = h->info.status.uid;
+	snprintf(in->user, sizeof(in->user), "%s", h->info.user);
+	snprintf(in->comm, sizeof(in->comm), "%s", h->info.name);
+	snprintf(in->cmdline, sizeof(in->cmdline), "%.255s", h->info.cmdline);
+	for (size_t g = 0; g < s->n_gpus; g++)
+		if (gs_gpuset_has(&h->gpus, (unsigned)g) && gs_gpuset_has(sel, (unsigned)g)) {
+			in->gpu = s->gpus[g].index;
+			break;
+		}
+	in->mem_known = h->mem_known;
+	in->mem = h->mem_used;
+	in->seen_ms = seen_ms;
+	snprintf(in->outcome, sizeof(in->outcome), "left running");
+}
+
+/* --guard: the plan reclaim would make for these GPUs, without reclaim's
+ * filters (an intruder is whoever it is), carried out for the new
+ * intruders (and what the plan takes with them: their descendants and
+ * group members) only. Everything the plan leaves alone stays alone. */
+static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_ptable *pt, size_t first, size_t n)
+{
+	struct gs_reclaim *rc = w->rc;
+	struct gs_selection gsel = rc->sel;
+	struct gs_plan plan;
+	struct gs_stop_result res;
+	char err[256];
+	size_t keep = 0;
+	int r;
+
+	memset(&gsel.filters, 0, sizeof(gsel.filters));
+	gsel.targeted = NULL;
+	r = gs_plan_build(s, pt, &gsel, w->self, &rc->d.self_owner, &plan, err, sizeof(err));
+	if (r < 0) {
+		for (size_t i = first; i < first + n; i++)
+			snprintf(w->job->intruders[i].outcome, sizeof(w->job->intruders[i].outcome),
+				 "not stopped: no plan: %.100s", err);
+		return;
+	}
+	for (size_t t = 0; t < plan.n_targets; t++) {
+		const struct gs_target *tg = &plan.targets[t];
+		bool mine = false;
+
+		for (size_t i = first; i < first + n; i++) {
+			const struct gs_intruder *in = &w->job->intruders[i];
+
+			if ((tg->pid == in->pid && tg->starttime == in->starttime) || tg->why_pid == in->pid)
+				mine = true;
+		}
+		if (!mine || ours(pt, w->self, w->child, &w->tree, tg->pid, tg->starttime))
+			continue;
+		/* A unit stop ends every process of the unit, including any the
+		 * guard would not touch: signal the intruder instead. */
+		plan.targets[keep] = *tg;
+		if (plan.targets[keep].action == GS_ACT_STOP_UNIT) {
+			plan.targets[keep].action = GS_ACT_SIGNAL;
+			plan.targets[keep].unit = -1;
+		}
+		keep++;
+	}
+	plan.n_targets = keep;
+	plan.n_units = 0;
+	if (keep) {
+		struct gs_stop_opts so = {
+			.grace_ms = w->req->grace_ms,
+			.kill_wait_ms = 5000,
+			.unit_timeout_ms = w->req->grace_ms + 90000,
+			.root = gs_discover_root(&rc->d),
+		};
+
+		memset(&res, 0, sizeof(res));
+		r = gs_stop_run(&plan, gs_discover_proc_fd(&rc->d), &so, &res);
+		for (size_t i = first; i < first + n; i++) {
+			struct gs_intruder *in = &w->job->intruders[i];
+			bool found = false;
+
+			for (size_t k = 0; r == 0 && k < res.n_procs; k++)
+				if (res.procs[k].pid == in->pid) {
+					found = true;
+					in->stopped = res.procs[k].outcome == GS_OUT_EXITED_TERM ||
+						      res.procs[k].outcome == GS_OUT_KILLED ||
+						      res.procs[k].outcome == GS_OUT_ALREADY_GONE;
+					snprintf(in->outcome, sizeof(in->outcome), "%s%s",
+						 in->stopped ? "stopped: " : "not stopped: ",
+						 gs_outcome_str(res.procs[k].outcome));
+				}
+			if (!found)
+				snprintf(in->outcome, sizeof(in->outcome), "not stopped: %s",
+					 r < 0 ? strerror(-r) : "the plan leaves it alone");
+		}
+		gs_stop_result_free(&res);
+	} else {
+		for (size_t i = first; i < first + n; i++)
+			snprintf(w->job->intruders[i].outcome, sizeof(w->job->intruders[i].outcome),
+				 "not stopped: the plan leaves it alone");
+	}
+	gs_plan_free(&plan);
+	if (w->hooks->guarded)
+		for (size_t i = first; i < first + n; i++)
+			w->hooks->guarded(w->hooks->ud, &w->job->intruders[i]);
+}
+
+/* Grow the tree with what is below COMMAND now, and reap the tree's
+ * orphans that died after being handed to us as subreaper. */
+static void track_tree(struct watch *w, const struct gs_ptable *pt)
+{
+	for (size_t i = 0; i < pt->n; i++) {
+		const struct gs_pidstat *p = &pt->procs[i];
+
+		if (gs_ptable_is_ancestor(pt, w->child, p->pid))
+			(void)gs_pidset_add(&w->tree, p->pid, p->starttime);
+		if (p->ppid == w->self && p->pid != w->child && p->state == 'Z' &&
+		    gs_pidset_has(&w->tree, p->pid, p->starttime))
+			(void)waitpid(p->pid, NULL, WNOHANG);
+	}
+}
+
+static int scan(struct watch *w, bool first)
+{
+	struct gs_reclaim *rc = w->rc;
+	struct gs_snapshot s;
+	struct gs_ptable pt = { 0 };
+	struct gs_gpuset sel = { 0 };
+	char err[256];
+	size_t before = w->job->n_intruders;
+	int r;
+
+	r = gs_snapshot_take(&rc->d, &s);
+	if (r < 0)
+		return r;
+	r = gs_discover_ptable(&rc->d, &pt);
+	if (r == 0)
+		r = gs_gpusel_resolve(w->req->gpus, s.gpus, s.n_gpus, &sel, err, sizeof(err));
+	if (r < 0)
+		goto out;
+	if (first) {
+		/* What holds the GPUs as COMMAND starts was there before it:
+		 * what the reclaim left alone. */
+		for (size_t i = 0; i < s.n_holders; i++)
+			if (s.holders[i].info_ok)
+				(void)gs_pidset_add(&w->known, s.holders[i].pid, s.holders[i].info.st.starttime);
+		goto out;
+	}
+	track_tree(w, &pt);
+	for (size_t i = 0; i < s.n_holders; i++) {
+		const struct gs_holder *h = &s.holders[i];
+		struct gs_intruder *v;
+
+		if (!gs_runjob_is_intruder(h, &sel, &pt, w->self, w->child, &w->known, &w->tree))
+			continue;
+		v = realloc(w->job->intruders, (w->job->n_intruders + 1) * sizeof(*v));
+		if (!v) {
+			r = -ENOMEM;
+			break;
+		}
+		w->job->intruders = v;
+		fill_intruder(&v[w->job->n_intruders], &s, h, &sel, gs_now_ms() - w->t0_ms);
+		(void)gs_pidset_add(&w->known, h->pid, h->info.st.starttime);
+		if (w->hooks->intruder)
+			w->hooks->intruder(w->hooks->ud, &v[w->job->n_intruders]);
+		w->job->n_intruders++;
+	}
+	if (w->req->guard && w->job->n_intruders > before)
+		guard(w, &s, &pt, before, w->job->n_intruders - before);
+out:
+	gs_ptable_free(&pt);
+	gs_snapshot_free(&s);
+	return r;
+}
+
+/* fork + exec with the dispositions and mask a shell would give it; an
+ * exec failure comes back through a close-on-exec pipe. */
+static int spawn(char *const *argv, const sigset_t *mask, pid_t *ret_pid, int *ret_exec_errno)
+{
+	int pfd[2], e = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		for (int i = 0; i < 4; i++) {
+			struct sigaction sa = { .sa_handler = was_ignored[i] ? SIG_IGN : SIG_DFL };
+
+			sigemptyset(&sa.sa_mask);
+			sigaction(passed_signals[i], &sa, NULL);
+		}
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		/* The open-file limit gpuslate was started with, not the one it
+		 * raised for its pidfds. */
+		gs_fdlimit_restore();
+		close(pfd[0]);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(pfd[1], &e, sizeof(e)) < 0) {
+			/* the exit status says it too */
+		}
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	*ret_pid = pid;
+	*ret_exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+	return 0;
+}
+
+/* Signals for COMMAND: one gpuslate got from a terminal reached COMMAND
+ * too when it is still in our process group; anything else is passed on. */
+static void forward(struct gs_runjob *job, int pidfd, pid_t child)
+{
+	for (int i = 0; i < 3; i++) {
+		bool user = pending_user[i], kern = pending_kernel[i];
+
+		pending_user[i] = pending_kernel[i] = 0;
+		if (!user && !(kern && getpgid(child) != getpgrp()))
+			continue;
+		/* Our own child, not yet reaped: its pid cannot be another
+		 * process's; the pidfd where there is one. */
+		if ((pidfd >= 0 ? syscall(SYS_pidfd_send_signal, pidfd, forwarded_signals[i], NULL, 0)
+				: kill(child, forwarded_signals[i])) == 0)
+			job->forwarded[i]++;
+	}
+}
+
+int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const struct gs_runjob_hooks *hooks,
+		  struct gs_runjob *job)
+{
+	static const struct gs_runjob_hooks none;
+	struct watch w = { .rc = rc, .req = req, .hooks = hooks ? hooks : &none, .job = job };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	sigset_t block, old, waitmask;
+	siginfo_t si;
+	uint64_t next_scan, t0_ns = 0;
+	int pidfd = -1, r;
+
+	memset(job, 0, sizeof(*job));
+	if (!req->run_argv || !req->run_argv[0])
+		return -EINVAL;
+	w.self = getpid();
+	/* Orphans of COMMAND's tree come to us instead of init, so they
+	 * stay recognisably COMMAND's (never intruders, never signalled). */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	r = scan(&w, true);
+	if (r < 0)
+		job->watch_error = r;
+	sigemptyset(&block);
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 3; i++) {
+		sigaddset(&block, forwarded_signals[i]);
+		pending_user[i] = pending_kernel[i] = 0;
+	}
+	/* Blocked except inside ppoll: none is lost between a check and the
+	 * wait. The reclaim's own handler set its flag for the ones before. */
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (int i = 0; i < 3; i++)
+		sigaction(forwarded_signals[i], &sa, NULL);
+	waitmask = old;
+	for (int i = 0; i < 3; i++)
+		sigdelset(&waitmask, forwarded_signals[i]);
+	/* A Ctrl-C or SIGTERM after the reclaim's verdict and before these
+	 * handlers: whoever sent it did not want COMMAND started. */
+	if (gs_reclaim_was_interrupted()) {
+		r = -EINTR;
+		goto out;
+	}
+
+	t0_ns = gs_now_ns();
+	w.t0_ms = gs_now_ms();
+	job->started_unix_ms = (uint64_t)time(NULL) * 1000;
+	{
+		struct timespec ts;
+
+		if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+			job->started_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	}
+	r = spawn(req->run_argv, &old, &w.child, &job->exec_errno);
+	if (r < 0)
+		goto out;
+	job->started = true;
+	if (job->exec_errno) {
+		/* It never ran: reap it; the shell's 126/127. */
+		(void)waitpid(w.child, NULL, 0);
+		job->status = job->exec_errno == ENOENT ? 127 : 126;
+		job->exit_code = job->status;
+		goto out;
+	}
+	job->pid = w.child;
+	pidfd = (int)syscall(SYS_pidfd_open, w.child, 0);
+	next_scan = gs_now_ms() + GS_RUN_SCAN_MS;
+	for (;;) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		uint64_t now = gs_now_ms();
+		uint64_t wait_ms = next_scan > now ? next_scan - now : 0;
+		struct timespec ts = { .tv_sec = (time_t)(wait_ms / 1000), .tv_nsec = (long)(wait_ms % 1000) * 1000000 };
+
+		/* Without a pidfd (an old kernel) the child's end is seen at
+		 * the next scan tick. */
+		(void)ppoll(&p, pidfd >= 0 ? 1 : 0, &ts, &waitmask);
+		forward(job, pidfd, w.child);
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)w.child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == w.child)
+			break;
+		if (gs_now_ms() >= next_scan) {
+			r = scan(&w, false);
+			if (r < 0)
+				job->watch_error = r;
+			next_scan = gs_now_ms() + GS_RUN_SCAN_MS;
+		}
+	}
+	if (si.si_code == CLD_EXITED) {
+		job->exit_code = si.si_status;
+		job->status = si.si_status;
+	} else {
+		job->term_signal = si.si_status;
+		job->status = 128 + si.si_status;
+	}
+	r = 0;
+out:
+	job->run_ms = job->started ? (gs_now_ns() - t0_ns) / 1000000 : 0;
+	if (pidfd >= 0)
+		close(pidfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	gs_pidset_free(&w.known);
+	gs_pidset_free(&w.tree);
+	return r;
+}
+
+int gs_runjob_signal(int i)
+{
+	return i >= 0 && i < 3 ? forwarded_signals[i] : 0;
+}
+
+void gs_runjob_free(struct gs_runjob *j)
+{
+	free(j->intruders);
+	j->intruders = NULL;
+	j->n_intruders = 0;
+}
