@@ -292,7 +292,7 @@ static const char *const launchers[] = {
 	"unshare", "nsenter", "setsid", "env", "chroot", "taskset", "numactl", "nice", "ionice", "stdbuf", "flock",
 };
 
-static bool is_launcher(const char *comm)
+bool gs_restarter_is_launcher(const char *comm)
 {
 	for (size_t i = 0; i < GS_ARRAY_SIZE(launchers); i++)
 		if (!strcmp(comm, launchers[i]))
@@ -348,7 +348,7 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 
 	if (par->pid <= 1 || gs_pidstat_is_kthread(par) || gs_plan_find_target(p, par->pid) ||
 	    gs_ptable_is_ancestor(pt, par->pid, env->self) || !strcmp(par->comm, "systemd") ||
-	    gs_is_protected_name(par->comm, NULL) || is_launcher(par->comm))
+	    gs_is_protected_name(par->comm, NULL) || gs_restarter_is_launcher(par->comm))
 		return false;
 	if (env->is_pidns_init && env->is_pidns_init(env->pidns_ud, par->pid, par->starttime) != 0)
 		return false;

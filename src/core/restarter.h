@@ -95,6 +95,10 @@ bool gs_restarter_is_interactive_shell(const char *comm, const char *cmdline, co
 /* A systemd time span ("100ms", "1min 30s", "5s", "infinity") in ms;
  * -EINVAL when unreadable. */
 int gs_timespan_ms(const char *text, uint64_t *ret);
+/* A parent that starts its program once and never again (sudo, sshd,
+ * slurmstepd, a container's shim, unshare --fork, timeout, ...), by comm:
+ * never a supervisor, and no respawn watch for its child. */
+bool gs_restarter_is_launcher(const char *comm);
 
 const char *gs_restarter_kind_str(enum gs_restarter_kind k);
 const char *gs_restarter_handling_str(enum gs_restarter_handling h);

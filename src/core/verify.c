@@ -549,5 +549,6 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 	for (size_t g = 0; r->clean && g < r->n_gpus; g++)
 		r->others_hold |= r->gpus[g].n_others > 0;
 	r->waited_ms = gs_now_ms() - start;
+	r->respawn_watch_ms = o->respawn_watch_ms;
 	return 0;
 }

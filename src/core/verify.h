@@ -123,6 +123,9 @@ struct gs_verify_result {
 	int error;               /* the -errno that ended the wait early (driver_failed) */
 	bool memory_unverified;  /* no memory figures (no NVML): holders only */
 	uint64_t waited_ms;
+	/* The respawn watch this run asked for (gs_verify_opts): how long the
+	 * GPUs had to stay clean before the verdict; 0 none. */
+	uint64_t respawn_watch_ms;
 	bool begun;
 	int tick_error;          /* first error seen by gs_verify_tick */
 	bool watched_parents_gone; /* every watched parent exited (the last re-scan) */

@@ -780,6 +780,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(j, "memory_verified", json_boolean(!v->memory_unverified));
 			json_object_set_new(j, "driver_error", v->driver_failed ? gs_json_text(v->driver_error) : json_null());
 			json_object_set_new(j, "waited_s", json_real(v->waited_ms / 1000.0));
+			json_object_set_new(j, "respawn_watch_s", json_real(v->respawn_watch_ms / 1000.0));
 		} else if (p) {
 			for (size_t g = 0; g < s->n_gpus; g++) {
 				const struct gs_gpu *gp = &s->gpus[g];

@@ -45,6 +45,7 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 	track "$second"
 	assert_status 1
 	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '.respawn_watch_s >= 2.5')" true "a supervising parent's watch: $(jqo .respawn_watch_s) s"
 	assert_dead "$FIRST"
 	assert_alive "$SUP" "$second"
 	assert_eq "$(jqo '[.respawns[].pid] | map(tostring) | join(",")')" "$second" "respawns"
@@ -121,6 +122,25 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$h" "targets: never the shell"
 	assert_eq "$(jqo '.plan.targets[0].restarter')" null restarter
 	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	assert_dead "$h"
+}
+
+@test "restarters: a holder whose parent only launched it (timeout) gets no respawn watch" {
+	timeout 600 "$GS_HOLDER" --gpu 0 --mib 1024 --ready-file "$BATS_TEST_TMPDIR/t.ready" -- python3 job.py \
+		</dev/null >/dev/null 2>&1 3>&- &
+	launcher=$!
+	track "$launcher"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	h=$(rpid t)
+	track "$h"
+	assert_eq "$(awk '{print $4}' "/proc/$h/stat")" "$launcher" "the holder's parent"
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '.plan.targets[0].restarter')" null restarter
+	# timeout runs its program once: nothing can bring the holder back.
+	assert_eq "$(jqo .respawn_watch_s)" 0 "respawn watch"
 	assert_dead "$h"
 }
 
