@@ -152,11 +152,11 @@ bash_complete() {
 
 @test "bash completion: commands, and options per command" {
 	run bash_complete gpuslate ""
-	[ "$output" = $'status\nreclaim\nwait\nrestore\nhelp' ]
+	[ "$output" = $'status\nreclaim\nwait\nrestore\nrun\nhelp' ]
 	run bash_complete gpuslate rec
 	[ "$output" = "reclaim" ]
 	run bash_complete gpuslate -q --timeout 5 ""
-	[ "$output" = $'status\nreclaim\nwait\nrestore\nhelp' ]
+	[ "$output" = $'status\nreclaim\nwait\nrestore\nrun\nhelp' ]
 	run bash_complete gpuslate res
 	[ "$output" = "restore" ]
 	# restore reads its state file: -y and --dry-run, no GPU options.
@@ -168,6 +168,10 @@ bash_complete() {
 	[ -z "$output" ]
 	run bash_complete gpuslate reclaim --dr
 	[ "$output" = "--dry-run" ]
+	run bash_complete gpuslate run --gu
+	[ "$output" = "--guard" ]
+	run bash_complete gpuslate reclaim --gu
+	[ -z "$output" ]
 	# Options only where the command takes them.
 	run bash_complete gpuslate status --y
 	[ -z "$output" ]
