@@ -36,10 +36,10 @@ wait_file() {
 scenario() {
 	local name=$1 opts=$2 t0 t1 rc verdict summary max agree
 	t0=$(now)
-	"$GS" reclaim -y --grace 5 $opts --json >"$OUTD/$name.json" 2>"$OUTD/$name.err"; rc=$?
+	"$GS" reclaim -y --grace 5 $opts --json >"$OUTD/$name$opts.json" 2>"$OUTD/$name$opts.err"; rc=$?
 	t1=$(now)
-	verdict=$(python3 -c "import json; print(json.load(open('$OUTD/$name.json'))['verdict'])" 2>/dev/null)
-	summary=$(python3 -c "import json; print(json.load(open('$OUTD/$name.json'))['summary'])" 2>/dev/null)
+	verdict=$(python3 -c "import json; print(json.load(open("$OUTD/$name$opts.json"))['verdict'])" 2>/dev/null)
+	summary=$(python3 -c "import json; print(json.load(open("$OUTD/$name$opts.json"))['summary'])" 2>/dev/null)
 	max=$(watch30)
 	if [ "$verdict" = clean ]; then
 		[ "$max" -le "$((IDLE + 2))" ] && agree=yes || agree=NO
