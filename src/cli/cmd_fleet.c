@@ -392,7 +392,7 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 			if (r > 0)
 				fputc('\n', stdout);
 		}
-		r = gs_fleet_render_text(results, hosts.n, fleet_interrupted, &text);
+		r = gs_fleet_render_text(cli->cmd_name, results, hosts.n, fleet_interrupted, &text);
 		if (r < 0) {
 			gs_err("out of memory");
 			rc = GS_EXIT_OUT_OF_MEMORY;

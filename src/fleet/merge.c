@@ -694,8 +694,10 @@ int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s)
 	return rc;
 }
 
-int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret)
+int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
+			 char **ret)
 {
+	bool restore = command && !strcmp(command, "restore");
 	struct gs_fleet_summary sum;
 	char *text = NULL, **names = NULL;
 	size_t tlen = 0;
@@ -740,8 +742,10 @@ int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrup
 		if (r[i].verdict == GS_HV_FAILED)
 			fprintf(f, "%s: %s\n", r[i].host, r[i].error ? r[i].error : "failed");
 	gs_fleet_summarize(r, n, &sum);
-	fprintf(f, "%zu host%s: %zu clean, %zu not clean, %zu failed", sum.hosts, sum.hosts == 1 ? "" : "s", sum.clean,
-		sum.not_clean, sum.failed);
+	/* A restore's hosts are restored or not: "clean" would say
+	 * something about their GPUs that nobody checked. */
+	fprintf(f, "%zu host%s: %zu %s, %zu %s, %zu failed", sum.hosts, sum.hosts == 1 ? "" : "s", sum.clean,
+		restore ? "restored" : "clean", sum.not_clean, restore ? "not restored" : "not clean", sum.failed);
 	if (sum.dry_run)
 		fprintf(f, ", %zu dry run", sum.dry_run);
 	if (sum.selection_gone)

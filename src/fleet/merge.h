@@ -93,8 +93,9 @@ int gs_fleet_exit_status(const struct gs_fleet_summary *s);
 int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s);
 
 /* The human report: folded results, then failures per host, then a summary
- * line. *ret is malloc'd. */
-int gs_fleet_render_text(const struct gs_host_result *r, size_t n, bool interrupted, char **ret);
+ * line (a restore's says "restored", not "clean"). *ret is malloc'd. */
+int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
+			 char **ret);
 /* Each host's own text (the "output" its document carries: an nvidia-smi
  * query, CSV, Prometheus, or with -v its plan and report), every line
  * prefixed "HOST: " as clush and dshbak show pdsh output, hosts in list

@@ -584,6 +584,7 @@ gpu01: 1, 0 MiB" ]
 	echo "$output"
 	[ "${lines[0]}" = "ct129: restored: started rs.service" ]
 	[ "${lines[1]}" = "gpu01: nothing to restore" ]
+	[ "${lines[2]}" = "2 hosts: 2 restored, 0 not restored, 0 failed" ]
 	grep -q "^pct exec $WORLD_CT -- gpuslate --remote --yes --timeout 60 restore$" "$T/pct.log"
 	[ "$(ct_exec systemctl show -p ActiveState --value rs.service)" = active ]
 	run -0 gs -w @pve --hosts-file "$T/inventory" --json restore -y

@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* a second host with the same output folds with the first */
 		FUZZ_CHECK(gs_host_result_make(&res[1], "gpu02", &o, &m) == 0);
 		check_result(&res[1]);
-		FUZZ_CHECK(gs_fleet_render_text(res, 2, false, &text) == 0);
+		FUZZ_CHECK(gs_fleet_render_text("reclaim", res, 2, false, &text) == 0);
 		FUZZ_CHECK(text != NULL);
 		for (const char *p = text; *p; p++)
 			FUZZ_CHECK(*p == '\n' || ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f));

@@ -667,7 +667,7 @@ static void expect_text(const struct fleet *f, bool interrupted, const char *wan
 {
 	char *text = NULL;
 
-	assert_int_equal(gs_fleet_render_text(f->r, f->n, interrupted, &text), 0);
+	assert_int_equal(gs_fleet_render_text("reclaim", f->r, f->n, interrupted, &text), 0);
 	if (strcmp(text, want) != 0) {
 		char got[4096];
 
@@ -702,7 +702,7 @@ static void test_reclaim_selection_gone_and_no_match(void **state)
 	/* one host, nothing matched: the fleet says so (exit 7) */
 	fleet_add(&f, "node03", "reclaim", 7, reclaim_no_match, NULL);
 	assert_int_equal(exit_of(&f), 7);
-	assert_int_equal(gs_fleet_render_text(f.r, f.n, false, &text), 0);
+	assert_int_equal(gs_fleet_render_text("reclaim", f.r, f.n, false, &text), 0);
 	assert_non_null(strstr(text, "node03: no match, 1 GPU, 3590 MiB: nothing matched: -u 30 matches no process\n"));
 	assert_non_null(strstr(text, "1 host: 0 clean, 0 not clean, 0 failed, 1 no match\n"));
 	free(text);
