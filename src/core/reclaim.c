@@ -452,6 +452,30 @@ static int unit_props_cached(void *ud, const char *unit, const char *container, 
 	return a->r;
 }
 
+/* docker/podman inspect, once per container and run (every target of a
+ * container asks about the same one). */
+static int container_policy_cached(void *ud, const char *runtime, const char *id, char *ret, size_t len)
+{
+	struct gs_reclaim *rc = ud;
+	struct gs_container_answer *a;
+
+	for (size_t i = 0; i < rc->n_container_answers; i++) {
+		a = &rc->container_answers[i];
+		if (!strcmp(a->runtime, runtime) && !strcmp(a->id, id)) {
+			gs_strlcpy(ret, a->policy, len);
+			return a->r;
+		}
+	}
+	if (rc->n_container_answers == GS_ARRAY_SIZE(rc->container_answers))
+		return gs_restarter_query_container(&rc->query, runtime, id, ret, len);
+	a = &rc->container_answers[rc->n_container_answers++];
+	gs_strlcpy(a->runtime, runtime, sizeof(a->runtime));
+	gs_strlcpy(a->id, id, sizeof(a->id));
+	a->r = gs_restarter_query_container(&rc->query, runtime, id, a->policy, sizeof(a->policy));
+	gs_strlcpy(ret, a->policy, len);
+	return a->r;
+}
+
 /* The plan's unit-main rule made exact: the MainPID the manager reports
  * for the unit of this cgroup (never a unit below a delegation boundary,
  * whose manager is another). */
@@ -487,7 +511,8 @@ static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
 		.include_parent = req->include_parent,
 		.unit_props = unit_props_cached,
 		.unit_ud = rc,
-		.container_policy = gs_restarter_query_container,
+		.container_policy = container_policy_cached,
+		.container_ud = rc,
 		.read_cmdline = gs_restarter_read_cmdline,
 		.read_stdin = gs_restarter_read_stdin,
 		.read_cgroup = gs_restarter_read_cgroup,
@@ -786,6 +811,7 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	rc->query = (struct gs_restarter_query){
 		.have_pct = rc->sel.have_pct,
 		.timeout_ms = req->timeout_ms < 10000 ? req->timeout_ms : 10000,
+		.deadline_ms = gs_now_ms() + (req->timeout_ms < 10000 ? req->timeout_ms : 10000),
 		.interrupted = &interrupted,
 		.proc_fd = gs_discover_proc_fd(&rc->d),
 	};

@@ -85,6 +85,11 @@ struct gs_unit_answer {
 	struct gs_unit_props props;
 };
 
+struct gs_container_answer {
+	char runtime[16], id[128], policy[64];
+	int r;
+};
+
 /* One run: the report and everything it points to. */
 struct gs_reclaim {
 	struct gs_reclaim_report rep;
@@ -107,6 +112,8 @@ struct gs_reclaim {
 	struct gs_restarter_query query;   /* how systemctl and the runtimes are asked */
 	struct gs_unit_answer unit_answers[16];
 	size_t n_unit_answers;
+	struct gs_container_answer container_answers[16];
+	size_t n_container_answers;
 	/* What was stopped through its manager (after the stop stage). */
 	struct gs_managed_stop *managed;
 	size_t n_managed;

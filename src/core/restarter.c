@@ -412,7 +412,8 @@ static int container_restarter(struct gs_plan *p, const struct gs_snapshot *s, c
 	const char *rt = o->kind == GS_OWNER_DOCKER ? "docker" : "podman";
 	char policy[64] = "";
 
-	if (!env->container_policy || env->container_policy(env->ud, rt, o->name, policy, sizeof(policy)) < 0 ||
+	if (!env->container_policy || env->container_policy(env->container_ud ? env->container_ud : env->ud, rt, o->name, policy,
+						      sizeof(policy)) < 0 ||
 	    !policy[0] || !strcmp(policy, "no"))
 		return 0;
 	memset(ret, 0, sizeof(*ret));
@@ -666,8 +667,16 @@ int gs_runtime_argv(const char *runtime, char *buf, size_t len, const char **wor
 static int run_capture(const struct gs_restarter_query *q, const char **argv, char **ret_out)
 {
 	struct gs_run_result rr;
-	int r = gs_spawn_run_interruptible((char *const *)argv, q->timeout_ms, 8192, q->interrupted, &rr);
+	uint64_t timeout = q->timeout_ms, now = gs_now_ms();
+	int r;
 
+	if (q->deadline_ms) {
+		if (now >= q->deadline_ms)
+			return -ETIMEDOUT;
+		if (q->deadline_ms - now < timeout)
+			timeout = q->deadline_ms - now;
+	}
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout, 8192, q->interrupted, &rr);
 	if (r < 0)
 		return r;
 	if (rr.timed_out || rr.interrupted || rr.exit_code != 0) {

@@ -71,6 +71,7 @@ struct gs_restarter_env {
 	void *unit_ud;
 	/* Restart policy of container id of runtime ("no", "always", ...). */
 	int (*container_policy)(void *ud, const char *runtime, const char *id, char *ret, size_t len);
+	void *container_ud;      /* NULL: ud */
 	/* A process's command line (argv joined with spaces; malloc'd), its
 	 * stdin's target, its cgroup text (as in /proc/PID/...): 0 or -errno. */
 	int (*read_cmdline)(void *ud, pid_t pid, char **ret);
@@ -109,7 +110,11 @@ const char *gs_restarter_handling_str(enum gs_restarter_handling h);
  * ends within timeout_ms. */
 struct gs_restarter_query {
 	bool have_pct;
-	uint64_t timeout_ms;
+	uint64_t timeout_ms;        /* each question at most */
+	/* gs_now_ms() after which no question is asked any more (0: none):
+	 * the questions of one plan share it, so a hung docker daemon or
+	 * systemd costs the plan one deadline, not one per container. */
+	uint64_t deadline_ms;
 	volatile sig_atomic_t *interrupted;
 	int proc_fd;
 };

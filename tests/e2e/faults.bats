@@ -215,3 +215,31 @@ require_nobody() {
 	run as_nobody flock -n -x "$GPUSLATE_LOCK_FILE" true
 	[ "$status" -ne 0 ] || { echo "user nobody could take the lock" >&2; false; }
 }
+
+@test "faults: a hung container runtime is asked once per container, and all questions share one deadline" {
+	require_cgroups
+	a=$(printf 'a%.0s' $(seq 64))
+	b=$(printf 'b%.0s' $(seq 64))
+	holder_in_cgroup a1 "system.slice/docker-$a.scope" --gpu 0 --mib 512
+	a1=$PID
+	holder_in_cgroup a2 "system.slice/docker-$a.scope" --gpu 0 --mib 512
+	a2=$PID
+	holder_in_cgroup b1 "system.slice/docker-$b.scope" --gpu 1 --mib 512
+	b1=$PID
+	# A docker client whose daemon never answers: every call hangs.
+	cat >"$BATS_TEST_TMPDIR/docker" <<-'EOS'
+		#!/bin/bash
+		echo "$*" >>"${0%/*}/docker.calls"
+		exec sleep 60
+	EOS
+	chmod +x "$BATS_TEST_TMPDIR/docker"
+
+	GPUSLATE_DOCKER=$BATS_TEST_TMPDIR/docker run --separate-stderr gs reclaim -y --json --timeout 2
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_dead "$a1" "$a2" "$b1"
+	# The first question used up the plan's 2 s; the rest were not asked
+	# (before: one 2 s question per target, 6 s in all).
+	assert_eq "$(wc -l <"$BATS_TEST_TMPDIR/docker.calls")" 1 "docker calls: $(cat "$BATS_TEST_TMPDIR/docker.calls")"
+	assert_eq "$(jqo '[.plan.targets[].owner.kind] | unique | join(",")')" docker "owner"
+}

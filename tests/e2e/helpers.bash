@@ -307,6 +307,16 @@ require_cgroups() {
 	GS_CGROOT=$root
 }
 
+# A GPU holder in cgroup RELPATH (under this test's own cgroup): sets PID.
+holder_in_cgroup() {
+	local name=$1 rel=$2 cg
+	shift 2
+	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/$rel")
+	launch "$name" bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
+		"$GS_HOLDER" --ready-file "$BATS_TEST_TMPDIR/$name.ready" "$@"
+	PID=$(rpid "$name")
+}
+
 # make_cgroup RELPATH: creates RELPATH (e.g. gs-e2e-1/system.slice/x.service)
 # under the hierarchy, remembers each directory it created for teardown,
 # prints the absolute path.

@@ -37,16 +37,6 @@ left_json() { jqo ".plan.left_alone[] | select(.pid == $1) | $2"; }
 	assert_eq "$output" $'0, 2048\n1, 0' "memory after"
 }
 
-# A GPU holder in cgroup RELPATH (under this test's own cgroup): sets PID.
-holder_in_cgroup() {
-	local name=$1 rel=$2 cg
-	shift 2
-	cg=$(make_cgroup "gs-e2e-$$-$BATS_TEST_NUMBER/$rel")
-	launch "$name" bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
-		"$GS_HOLDER" --ready-file "$BATS_TEST_TMPDIR/$name.ready" "$@"
-	PID=$(rpid "$name")
-}
-
 @test "reclaim: a service inside a container or a delegated subtree is never stopped as the host's unit of the same name" {
 	require_cgroups
 	u=ollama-$BATS_TEST_NUMBER
