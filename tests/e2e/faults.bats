@@ -101,11 +101,15 @@ require_nobody() {
 	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
 	id nobody >/dev/null 2>&1 || skip "no user nobody"
 	# nobody must reach the binary, the fakes and the host (not the holders' /proc).
+	# Only bats's own directories (mktemp -d: 0700) are opened to others:
+	# nothing above them is changed (this walk went up to /, so a /tmp left
+	# 0700 became 0705). Where /tmp is closed, the check below skips.
 	local d=$BATS_TEST_TMPDIR
-	while [ "$d" != / ] && [ -n "$d" ]; do
-		chmod o+rx "$d" 2>/dev/null || :
-		d=$(dirname "$d")
+	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
+		chmod o+rx "$d"
+		d=${d%/*}
 	done
+	chmod o+rx "$BATS_RUN_TMPDIR"
 	chmod -R o+rX "$GS_HOST"
 	as_nobody test -x "$GPUSLATE_BIN" -a -r "$GS_NVML" -a -r "$FAKE_NVML_STATE/gpus" ||
 		skip "user nobody cannot reach the build or the test directory"

@@ -9,12 +9,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -568,8 +572,78 @@ static void test_churn(void **state)
 	reap(&a);
 }
 
+/* Exit statuses of test_denied's child that are about this machine, not
+ * about the scan. */
+#define DENIED_NO_NAMESPACE 17 /* the dev root could not be made reachable */
+#define DENIED_UNREACHABLE 18 /* no mount namespace, and nobody cannot reach tmpdir */
+
+/* For test_denied's child, still root: the dev root at a path uid 65534
+ * can reach whatever the modes of the directories above tmpdir (a full run
+ * once found /tmp 0700, which made gs_root_open fail with EACCES; a TMPDIR
+ * under a private home does the same). In a mount namespace of its own, a
+ * fresh tmpfs (0755) on /tmp and tmpdir bind-mounted at /tmp/dev: the same
+ * files, reached through "/" and that tmpfs only. Returns the path, tmpdir
+ * itself where no mount namespace can be made (EPERM: not the real root),
+ * NULL on any other failure. */
+static const char *reachable_dev_root(void)
+{
+	char fdpath[64];
+	int fd;
+
+	if (unshare(CLONE_NEWNS) < 0)
+		return errno == EPERM ? tmpdir : NULL;
+	/* Private before anything is mounted: nothing may reach the host's
+	 * mount table. tmpdir is opened in this namespace (a bind mount's
+	 * source must be in the caller's) and before the tmpfs hides it. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return NULL;
+	fd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	if (mount("gs-test-denied", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0 ||
+	    mkdir("/tmp/dev", 0755) < 0 || mount(fdpath, "/tmp/dev", NULL, MS_BIND, NULL) < 0)
+		return NULL;
+	close(fd);
+	return "/tmp/dev";
+}
+
+/* For test_denied's child, now uid 65534: a process of that user holding
+ * GPU 1 through DEV, ready once this returns; *go_fd's EOF ends it. */
+static pid_t spawn_own_holder(const char *dev, int *go_fd)
+{
+	int ready[2], go[2];
+	char b;
+	pid_t pid;
+
+	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char path[512];
+
+		close(ready[0]);
+		close(go[1]);
+		snprintf(path, sizeof(path), "%s/nvidia1", dev);
+		if (open(path, O_RDONLY) < 0 || write(ready[1], "r", 1) != 1)
+			_exit(3);
+		while (read(go[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	if (pid < 0 || read(ready[0], &b, 1) != 1)
+		pid = -1;
+	close(ready[0]);
+	*go_fd = go[1];
+	return pid;
+}
+
 /* As an unprivileged user, other users' processes are counted as denied
- * (never silently dropped), including a root-owned holder. */
+ * (never silently dropped), including a root-owned holder, while that
+ * user's own holder is found (so "denied" is about other users, not a scan
+ * that sees nothing). */
 static void test_denied(void **state)
 {
 	static const struct open_spec spec_a[] = { { "nvidia0", false, false } };
@@ -589,36 +663,66 @@ static void test_denied(void **state)
 		struct gs_root root;
 		struct gs_devset ds;
 		struct gs_scan_result res;
-		bool seen_a = false, seen_1 = false;
+		const struct gs_scan_proc *p;
+		bool seen_a = false, seen_1 = false, seen_own = false;
+		const char *dev;
+		pid_t own;
+		int r, own_go, own_status;
 
 		child_close_inherited();
-		if (setgid(65534) < 0 || setuid(65534) < 0)
+		dev = reachable_dev_root();
+		if (!dev)
+			_exit(DENIED_NO_NAMESPACE);
+		/* No supplementary groups either: root's would give group
+		 * access a real uid 65534 does not have. Dumpable again: a
+		 * process that changed its uid is not, which keeps its /proc
+		 * entries (and its holder's) root's; one started by uid 65534
+		 * is. */
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0 ||
+		    prctl(PR_SET_DUMPABLE, 1) < 0)
 			_exit(10);
-		if (gs_root_open(&root, &(struct gs_root_paths){ .dev = tmpdir }) < 0)
+		r = gs_root_open(&root, &(struct gs_root_paths){ .dev = dev });
+		if (r == -EACCES && dev == tmpdir)
+			_exit(DENIED_UNREACHABLE);
+		if (r < 0)
 			_exit(11);
 		if (gs_devset_load(&root, &ds) < 0)
 			_exit(12);
+		own = spawn_own_holder(dev, &own_go);
+		if (own < 0)
+			_exit(19);
 		if (gs_scan_holders(&root, &ds, &(struct gs_scan_opts){ .read_maps = true }, &res) < 0)
 			_exit(13);
 		for (size_t i = 0; i < res.n_denied; i++) {
 			seen_a |= res.denied[i] == a.pid;
 			seen_1 |= res.denied[i] == 1;
+			seen_own |= res.denied[i] == own;
 			if (i > 0 && res.denied[i - 1] >= res.denied[i])
 				_exit(14);
 		}
-		if (!seen_a || !seen_1)
+		if (!seen_a || !seen_1 || seen_own)
 			_exit(15);
 		if (find(&res, a.pid))
 			_exit(16);
+		p = find(&res, own);
+		if (!p || !gs_minorset_has(&p->fd_gpus, 1) || gs_minorset_has(&p->fd_gpus, 0))
+			_exit(20);
+		close(own_go);
+		if (waitpid(own, &own_status, 0) != own || !WIFEXITED(own_status) || WEXITSTATUS(own_status) != 0)
+			_exit(21);
 		gs_scan_result_free(&res);
 		gs_devset_free(&ds);
 		gs_root_close(&root);
 		_exit(0);
 	}
 	assert_int_equal(waitpid(k, &status, 0), k);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
 	reap(&a);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == DENIED_UNREACHABLE) {
+		skip(); /* no mount namespace here, and tmpdir's parents are closed to others */
+		return;
+	}
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* Enough processes for the scan to use several threads: every holder is
