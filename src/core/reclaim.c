@@ -328,30 +328,61 @@ static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, co
 	return 0;
 }
 
+static int watch_parent(struct gs_respawn_watch *w, pid_t pid, uint64_t starttime, const char *comm,
+			const char *stop_with)
+{
+	struct gs_watch_parent *np;
+
+	for (size_t i = 0; i < w->n_parents; i++)
+		if (w->parents[i].pid == pid)
+			return 0;
+	np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	w->parents = np;
+	np += w->n_parents++;
+	memset(np, 0, sizeof(*np));
+	np->pid = pid;
+	np->starttime = starttime;
+	gs_strlcpy(np->comm, comm, sizeof(np->comm));
+	gs_strlcpy(np->stop_with, stop_with, sizeof(np->stop_with));
+	return 0;
+}
+
 /* The supervising parents and what they started, read before the stop
- * (the targets' executables and command lines are gone after it). */
+ * (the targets' executables and command lines are gone after it). An
+ * interactive shell parent is watched the same way, though it is no
+ * restarter: a `while true` typed at it restarts the target, and its new
+ * child with the target's identity is the only sign of that before the
+ * child opens the GPU. Only the watch's length (the 1 s of any live
+ * parent) is spent on it: nothing of it is ever stopped. */
 static int build_watch(struct gs_reclaim *rc)
 {
 	const struct gs_plan *p = &rc->plan;
 	struct gs_respawn_watch *w = &rc->watch;
 	int proc_fd = gs_discover_proc_fd(&rc->d);
+	int r;
 
 	for (size_t i = 0; i < p->n_restarters; i++) {
 		const struct gs_restarter *rs = &p->restarters[i];
-		struct gs_watch_parent *np;
 
 		if (rs->kind != GS_RESTARTER_PARENT)
 			continue;
-		np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		w->parents = np;
-		np += w->n_parents++;
-		memset(np, 0, sizeof(*np));
-		np->pid = rs->pid;
-		np->starttime = rs->starttime;
-		gs_strlcpy(np->comm, rs->name, sizeof(np->comm));
-		gs_strlcpy(np->stop_with, rs->stop_with, sizeof(np->stop_with));
+		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_pidstat *sh = t->shell_parent > 0 && t->restarter < 0
+						      ? gs_ptable_find(&rc->pt, t->shell_parent) : NULL;
+
+		if (!sh)
+			continue;
+		r = watch_parent(w, sh->pid, sh->starttime, sh->comm,
+				 "ending the loop in that interactive shell (gpuslate never stops one)");
+		if (r < 0)
+			return r;
 	}
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
@@ -360,11 +391,13 @@ static int build_watch(struct gs_reclaim *rc)
 		struct gs_watch_ident *ni, id = { .parent = 0, .cgroup = -1 };
 		char path[32];
 		ssize_t n;
-		int fd, r;
+		int fd;
 
-		if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT)
+		if (!rs && t->shell_parent > 0) {
+			id.parent = t->shell_parent;
+		} else if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT) {
 			continue;
-		if (rs->kind == GS_RESTARTER_PARENT) {
+		} else if (rs->kind == GS_RESTARTER_PARENT) {
 			id.parent = rs->pid;
 		} else {
 			if (!h || !h->info_ok)

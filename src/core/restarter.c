@@ -335,9 +335,12 @@ static bool is_job_launcher(const char *comm)
 	return !strcmp(comm, "slurmstepd");
 }
 
+/* *ret_interactive: par passed every test but the last, it is a shell a
+ * person types into (not a supervisor, but watched: see gs_target). */
 static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
 			       const struct gs_restarter_env *env, const struct gs_pidstat *par,
-			       const struct gs_owner *child_owner, bool *ret_stoppable, char *stop_with, size_t stop_len)
+			       const struct gs_owner *child_owner, bool *ret_stoppable, bool *ret_interactive,
+			       char *stop_with, size_t stop_len)
 {
 	pid_t ends = 0;
 
@@ -360,6 +363,7 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 		(void)env->read_stdin(env->ud, par->pid, in, sizeof(in));
 	interactive = gs_restarter_is_interactive_shell(par->comm, cmd, in);
 	free(cmd);
+	*ret_interactive = interactive;
 	if (interactive)
 		return false;
 	/* A service's main process (the manager's child): ending it stops
@@ -546,7 +550,7 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 		const struct gs_pidstat *par;
 		struct gs_owner own = { 0 };
 		struct gs_restarter rs;
-		bool have_unit = false, stoppable = false;
+		bool have_unit = false, stoppable = false, interactive = false;
 
 		if (h && h->info_ok)
 			own = h->info.owner;
@@ -589,7 +593,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			continue;
 		}
 		par = st ? gs_ptable_find(pt, st->ppid) : NULL;
-		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, rs.stop_with, sizeof(rs.stop_with))) {
+		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, &interactive, rs.stop_with,
+					      sizeof(rs.stop_with))) {
 			char stop_with[320];
 
 			gs_strlcpy(stop_with, rs.stop_with, sizeof(stop_with));
@@ -616,6 +621,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			}
 			continue;
 		}
+		if (interactive)
+			t->shell_parent = par->pid;
 		if (have_unit) {
 			rs.handling = GS_HANDLE_WATCHED;
 			r = add_restarter(p, &rs);
