@@ -298,6 +298,60 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 	return GS_MAX(ms, other);
 }
 
+/* A unit whose processes were signalled (--no-units, or its stop failed)
+ * may have its restart scheduled further away than the watch could last:
+ * RestartSec=30s under --timeout 5s. Its manager knows; asked once per
+ * unit after a clean wait, a scheduled restart makes the verdict not clean.
+ * A unit that cannot be asked keeps the verdict, with a note. */
+static int check_scheduled_restarts(struct gs_reclaim *rc)
+{
+	const struct gs_plan *p = &rc->plan;
+	struct gs_verify_result *vr = &rc->vr;
+
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
+		struct gs_unit_state st;
+		struct gs_respawn *nr;
+		bool asked = false;
+		int r;
+
+		if (!rs || rs->kind != GS_RESTARTER_UNIT || stopped_through_manager(t, rc->rep.stop))
+			continue;
+		for (size_t k = 0; k < i && !asked; k++)
+			asked = p->targets[k].restarter == t->restarter;
+		if (asked)
+			continue;
+		r = gs_restarter_query_unit_state(&rc->query, rs->name, rs->container, &st);
+		if (r < 0) {
+			note(rc, "could not ask systemd whether %s will be restarted: %s", rs->name, strerror(-r));
+			continue;
+		}
+		if (!gs_unit_restart_pending(&st))
+			continue;
+		nr = realloc(vr->respawns, (vr->n_respawns + 1) * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		vr->respawns = nr;
+		nr += vr->n_respawns++;
+		memset(nr, 0, sizeof(*nr));
+		nr->scheduled = true;
+		nr->by_identity = true; /* before it opens the GPU, as a recognised restart */
+		snprintf(nr->state, sizeof(nr->state), "%s/%s", st.active, st.sub);
+		if (rs->container[0]) {
+			snprintf(nr->by, sizeof(nr->by), "unit %.150s in CT %.100s", rs->name, rs->container);
+			snprintf(nr->stop_with, sizeof(nr->stop_with), "pct exec %.60s -- systemctl stop %.100s, or %.120s",
+				 rs->container, rs->name, rs->stop_with);
+		} else {
+			snprintf(nr->by, sizeof(nr->by), "unit %.250s", rs->name);
+			snprintf(nr->stop_with, sizeof(nr->stop_with), "systemctl stop %.120s, or %.150s", rs->name,
+				 rs->stop_with);
+		}
+		vr->clean = false;
+	}
+	return 0;
+}
+
 /* The cgroup of a unit or container restarter (the unit's own cgroup, the
  * container's), once: its index in *ret, -1 when there is none to read. */
 static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, const struct gs_restarter *rs, int *ret)
@@ -764,6 +818,8 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 		rc->hooks->progress_end(rc->hooks->ud);
 	if (r < 0)
 		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "verification failed: %s", strerror(-r));
+	if (acting && rc->vr.clean && !rc->vr.interrupted && check_scheduled_restarts(rc) < 0)
+		return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory after stopping: the GPUs are not verified");
 	rc->rep.verify = &rc->vr;
 	judge(rc);
 	return 0;

@@ -687,15 +687,13 @@ static int run_capture(const struct gs_restarter_query *q, const char **argv, ch
 	return 0;
 }
 
-int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+/* systemctl show -p PROPS -- UNIT (inside CT container when not ""). */
+static int systemctl_show(const struct gs_restarter_query *q, const char *unit, const char *container,
+			  const char *props, char **ret_out)
 {
-	const struct gs_restarter_query *q = ud;
 	const char *argv[16];
 	size_t n = 0;
-	char *out = NULL, *save = NULL, *line;
-	int r;
 
-	memset(ret, 0, sizeof(*ret));
 	if (container[0]) {
 		argv[n++] = q->have_pct ? "pct" : "lxc-attach";
 		argv[n++] = q->have_pct ? "exec" : "-n";
@@ -705,11 +703,21 @@ int gs_restarter_query_unit(void *ud, const char *unit, const char *container, s
 	argv[n++] = "systemctl";
 	argv[n++] = "show";
 	argv[n++] = "-p";
-	argv[n++] = "Restart,RestartUSec,MainPID,ControlGroup";
+	argv[n++] = props;
 	argv[n++] = "--";
 	argv[n++] = unit;
 	argv[n] = NULL;
-	r = run_capture(q, argv, &out);
+	return run_capture(q, argv, ret_out);
+}
+
+int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+{
+	const struct gs_restarter_query *q = ud;
+	char *out = NULL, *save = NULL, *line;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = systemctl_show(q, unit, container, "Restart,RestartUSec,MainPID,ControlGroup", &out);
 	if (r < 0)
 		return r;
 	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -729,6 +737,36 @@ int gs_restarter_query_unit(void *ud, const char *unit, const char *container, s
 	}
 	free(out);
 	return 0;
+}
+
+int gs_restarter_query_unit_state(void *ud, const char *unit, const char *container, struct gs_unit_state *ret)
+{
+	char *out = NULL, *save = NULL, *line;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = systemctl_show(ud, unit, container, "ActiveState,SubState", &out);
+	if (r < 0)
+		return r;
+	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (!eq)
+			continue;
+		*eq++ = '\0';
+		if (!strcmp(line, "ActiveState"))
+			gs_strlcpy(ret->active, eq, sizeof(ret->active));
+		else if (!strcmp(line, "SubState"))
+			gs_strlcpy(ret->sub, eq, sizeof(ret->sub));
+	}
+	free(out);
+	/* No state at all is no answer (an old or odd systemctl). */
+	return ret->active[0] || ret->sub[0] ? 0 : -EIO;
+}
+
+bool gs_unit_restart_pending(const struct gs_unit_state *st)
+{
+	return gs_startswith(st->sub, "auto-restart") || !strcmp(st->active, "activating");
 }
 
 int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len)

@@ -314,3 +314,24 @@ unit_with_member() {
 	assert_dead "$first"
 	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
 }
+
+@test "reclaim --no-units: a Restart=always unit whose RestartSec outlasts --timeout: systemd's scheduled restart makes it not clean" {
+	# RestartSec=30s, --timeout 5s: no watch can last until the restart;
+	# systemd says it is coming (SubState=auto-restart).
+	world_systemd_start
+	world_unit --restart always --restart-sec 30s trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	first=$UNIT_MAIN
+
+	run --separate-stderr gs reclaim -y --no-units --timeout 5s --json
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_dead "$first"
+	assert_eq "$(unit_state trainer.service)" "activating auto-restart 0" "trainer.service"
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.scheduled)"] | join(";")')" \
+		"null unit trainer.service true" respawns
+	assert_match "$(jqo '.respawns[0].stop_with')" "systemctl stop trainer.service" "what would stop it"
+	assert_match "$(jqo '.respawns[0].stop_with')" "without --no-units" "what would stop it"
+	assert_match "$(jqo .summary)" "not clean: .*trainer.service.*restart.*scheduled" summary
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0 at the verdict"
+}
