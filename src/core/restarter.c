@@ -766,7 +766,8 @@ int gs_restarter_query_unit_state(void *ud, const char *unit, const char *contai
 
 bool gs_unit_restart_pending(const struct gs_unit_state *st)
 {
-	return gs_startswith(st->sub, "auto-restart") || !strcmp(st->active, "activating");
+	return gs_startswith(st->sub, "auto-restart") || !strcmp(st->active, "activating") ||
+	       !strcmp(st->active, "deactivating");
 }
 
 int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len)

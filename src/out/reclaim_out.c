@@ -239,6 +239,14 @@ static bool held_with_no_process(const struct gs_reclaim_report *r, const struct
 }
 
 /* The summary as built, before escaping: names and messages as they came. */
+/* A restart its unit's manager has scheduled or begun, or one that follows
+ * once the unit's other processes are gone (restarter.h). */
+static const char *scheduled_what(const struct gs_respawn *rs)
+{
+	return gs_startswith(rs->state, "deactivating") ? "may restart it once its other processes are gone"
+							: "will restart it";
+}
+
 static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;
@@ -314,8 +322,8 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 	}
 	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++) {
 		if (v->respawns[i].scheduled)
-			off += (size_t)snprintf(buf + off, len - off, " %s: restart scheduled by systemd (%s)",
-						v->respawns[i].by, v->respawns[i].state);
+			off += (size_t)snprintf(buf + off, len - off, " %s: systemd %s (%s)", v->respawns[i].by,
+						scheduled_what(&v->respawns[i]), v->respawns[i].state);
 		else
 			off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s", (int)v->respawns[i].pid,
 						v->respawns[i].by);
@@ -478,8 +486,9 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 		}
 		for (size_t i = 0; i < v->n_respawns; i++)
 			if (v->respawns[i].scheduled)
-				fprintf(f, "restart scheduled: %s (%s)%s%s%s\n", GS_SAFE(v->respawns[i].by),
-					GS_SAFE(v->respawns[i].state), v->respawns[i].stop_with[0] ? "; " : "",
+				fprintf(f, "respawn to come: %s: systemd %s (%s)%s%s%s\n", GS_SAFE(v->respawns[i].by),
+					scheduled_what(&v->respawns[i]), GS_SAFE(v->respawns[i].state),
+					v->respawns[i].stop_with[0] ? "; " : "",
 					GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
 			else
 				fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid,

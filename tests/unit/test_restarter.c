@@ -313,8 +313,9 @@ static void test_parents_that_are_not_supervisors(void **state)
 }
 
 /* After the stop, systemd's word on a signalled unit: a restart scheduled
- * (auto-restart, auto-restart-queued of systemd 254+) or one under way
- * (activating) is coming back; stopped, failed or running is not. */
+ * (auto-restart, auto-restart-queued of systemd 254+), one under way
+ * (activating) or one that follows the stop of its other processes
+ * (deactivating) is coming back; stopped, failed or running is not. */
 static void test_unit_restart_pending_from_its_state(void **state)
 {
 	static const struct {
@@ -327,7 +328,8 @@ static void test_unit_restart_pending_from_its_state(void **state)
 		{ "activating", "start", true },
 		{ "inactive", "dead", false },
 		{ "failed", "failed", false },
-		{ "deactivating", "stop-sigterm", false },
+		{ "deactivating", "stop-sigterm", true },
+		{ "deactivating", "final-sigkill", true },
 		{ "active", "running", false },
 		{ "", "", false },
 	};
