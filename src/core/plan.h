@@ -44,6 +44,10 @@ struct gs_target {
 	pid_t why_pid;       /* the target it descends from / the group leader */
 	int unit;            /* index into plan units for GS_ACT_STOP_UNIT/CONTAINER, else -1 */
 	int restarter;       /* index into plan restarters, -1 when none is known */
+	/* Its parent when that is an interactive shell (restarter.h): never a
+	 * restarter and never stopped, but a loop typed at it restarts the
+	 * target, so the respawn watch looks at its new children. 0: none. */
+	pid_t shell_parent;
 	/* What a SIGTERM would do, from the dispositions read at discovery
 	 * (unknown for targets that hold no GPU: group members). */
 	enum gs_term_fate term;

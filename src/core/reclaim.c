@@ -301,6 +301,63 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 	return GS_MAX(ms, other);
 }
 
+/* A unit whose processes were signalled (--no-units, or its stop failed)
+ * may have its restart scheduled further away than the watch could last:
+ * RestartSec=30s under --timeout 5s. Its manager knows; asked once per
+ * unit after a clean wait, a scheduled restart makes the verdict not clean.
+ * A unit that cannot be asked keeps the verdict, with a note. */
+static int check_scheduled_restarts(struct gs_reclaim *rc)
+{
+	const struct gs_plan *p = &rc->plan;
+	struct gs_verify_result *vr = &rc->vr;
+
+	/* The plan's questions had their own deadline, long past after the
+	 * wait: these share a new one. */
+	rc->query.deadline_ms = gs_now_ms() + rc->query.timeout_ms;
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
+		struct gs_unit_state st;
+		struct gs_respawn *nr;
+		bool asked = false;
+		int r;
+
+		if (!rs || rs->kind != GS_RESTARTER_UNIT || stopped_through_manager(t, rc->rep.stop))
+			continue;
+		for (size_t k = 0; k < i && !asked; k++)
+			asked = p->targets[k].restarter == t->restarter;
+		if (asked)
+			continue;
+		r = gs_restarter_query_unit_state(&rc->query, rs->name, rs->container, &st);
+		if (r < 0) {
+			note(rc, "could not ask systemd whether %s will be restarted: %s", rs->name, strerror(-r));
+			continue;
+		}
+		if (!gs_unit_restart_pending(&st))
+			continue;
+		nr = realloc(vr->respawns, (vr->n_respawns + 1) * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		vr->respawns = nr;
+		nr += vr->n_respawns++;
+		memset(nr, 0, sizeof(*nr));
+		nr->scheduled = true;
+		nr->by_identity = true; /* before it opens the GPU, as a recognised restart */
+		snprintf(nr->state, sizeof(nr->state), "%s/%s", st.active, st.sub);
+		if (rs->container[0]) {
+			snprintf(nr->by, sizeof(nr->by), "unit %.150s in CT %.100s", rs->name, rs->container);
+			snprintf(nr->stop_with, sizeof(nr->stop_with), "pct exec %.60s -- systemctl stop %.100s, or %.120s",
+				 rs->container, rs->name, rs->stop_with);
+		} else {
+			snprintf(nr->by, sizeof(nr->by), "unit %.250s", rs->name);
+			snprintf(nr->stop_with, sizeof(nr->stop_with), "systemctl stop %.120s, or %.150s", rs->name,
+				 rs->stop_with);
+		}
+		vr->clean = false;
+	}
+	return 0;
+}
+
 /* The cgroup of a unit or container restarter (the unit's own cgroup, the
  * container's), once: its index in *ret, -1 when there is none to read. */
 static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, const struct gs_restarter *rs, int *ret)
@@ -331,30 +388,61 @@ static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, co
 	return 0;
 }
 
+static int watch_parent(struct gs_respawn_watch *w, pid_t pid, uint64_t starttime, const char *comm,
+			const char *stop_with)
+{
+	struct gs_watch_parent *np;
+
+	for (size_t i = 0; i < w->n_parents; i++)
+		if (w->parents[i].pid == pid)
+			return 0;
+	np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	w->parents = np;
+	np += w->n_parents++;
+	memset(np, 0, sizeof(*np));
+	np->pid = pid;
+	np->starttime = starttime;
+	gs_strlcpy(np->comm, comm, sizeof(np->comm));
+	gs_strlcpy(np->stop_with, stop_with, sizeof(np->stop_with));
+	return 0;
+}
+
 /* The supervising parents and what they started, read before the stop
- * (the targets' executables and command lines are gone after it). */
+ * (the targets' executables and command lines are gone after it). An
+ * interactive shell parent is watched the same way, though it is no
+ * restarter: a `while true` typed at it restarts the target, and its new
+ * child with the target's identity is the only sign of that before the
+ * child opens the GPU. Only the watch's length (the 1 s of any live
+ * parent) is spent on it: nothing of it is ever stopped. */
 static int build_watch(struct gs_reclaim *rc)
 {
 	const struct gs_plan *p = &rc->plan;
 	struct gs_respawn_watch *w = &rc->watch;
 	int proc_fd = gs_discover_proc_fd(&rc->d);
+	int r;
 
 	for (size_t i = 0; i < p->n_restarters; i++) {
 		const struct gs_restarter *rs = &p->restarters[i];
-		struct gs_watch_parent *np;
 
 		if (rs->kind != GS_RESTARTER_PARENT)
 			continue;
-		np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		w->parents = np;
-		np += w->n_parents++;
-		memset(np, 0, sizeof(*np));
-		np->pid = rs->pid;
-		np->starttime = rs->starttime;
-		gs_strlcpy(np->comm, rs->name, sizeof(np->comm));
-		gs_strlcpy(np->stop_with, rs->stop_with, sizeof(np->stop_with));
+		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < p->n_targets; i++) {
+		const struct gs_target *t = &p->targets[i];
+		const struct gs_pidstat *sh = t->shell_parent > 0 && t->restarter < 0
+						      ? gs_ptable_find(&rc->pt, t->shell_parent) : NULL;
+
+		if (!sh)
+			continue;
+		r = watch_parent(w, sh->pid, sh->starttime, sh->comm,
+				 "ending the loop in that interactive shell (gpuslate never stops one)");
+		if (r < 0)
+			return r;
 	}
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
@@ -363,11 +451,13 @@ static int build_watch(struct gs_reclaim *rc)
 		struct gs_watch_ident *ni, id = { .parent = 0, .cgroup = -1 };
 		char path[32];
 		ssize_t n;
-		int fd, r;
+		int fd;
 
-		if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT)
+		if (!rs && t->shell_parent > 0) {
+			id.parent = t->shell_parent;
+		} else if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT) {
 			continue;
-		if (rs->kind == GS_RESTARTER_PARENT) {
+		} else if (rs->kind == GS_RESTARTER_PARENT) {
 			id.parent = rs->pid;
 		} else {
 			if (!h || !h->info_ok)
@@ -759,6 +849,8 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 		rc->hooks->progress_end(rc->hooks->ud);
 	if (r < 0)
 		return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "verification failed: %s", strerror(-r));
+	if (acting && rc->vr.clean && !rc->vr.interrupted && check_scheduled_restarts(rc) < 0)
+		return fail(rc, GS_EXIT_OUT_OF_MEMORY, "out of memory after stopping: the GPUs are not verified");
 	rc->rep.verify = &rc->vr;
 	judge(rc);
 	return 0;

@@ -335,9 +335,12 @@ static bool is_job_launcher(const char *comm)
 	return !strcmp(comm, "slurmstepd");
 }
 
+/* *ret_interactive: par passed every test but the last, it is a shell a
+ * person types into (not a supervisor, but watched: see gs_target). */
 static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
 			       const struct gs_restarter_env *env, const struct gs_pidstat *par,
-			       const struct gs_owner *child_owner, bool *ret_stoppable, char *stop_with, size_t stop_len)
+			       const struct gs_owner *child_owner, bool *ret_stoppable, bool *ret_interactive,
+			       char *stop_with, size_t stop_len)
 {
 	pid_t ends = 0;
 
@@ -360,6 +363,7 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 		(void)env->read_stdin(env->ud, par->pid, in, sizeof(in));
 	interactive = gs_restarter_is_interactive_shell(par->comm, cmd, in);
 	free(cmd);
+	*ret_interactive = interactive;
 	if (interactive)
 		return false;
 	/* A service's main process (the manager's child): ending it stops
@@ -547,7 +551,7 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 		const struct gs_pidstat *par;
 		struct gs_owner own = { 0 };
 		struct gs_restarter rs;
-		bool have_unit = false, stoppable = false;
+		bool have_unit = false, stoppable = false, interactive = false;
 
 		if (h && h->info_ok)
 			own = h->info.owner;
@@ -590,7 +594,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			continue;
 		}
 		par = st ? gs_ptable_find(pt, st->ppid) : NULL;
-		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, rs.stop_with, sizeof(rs.stop_with))) {
+		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, &interactive, rs.stop_with,
+					      sizeof(rs.stop_with))) {
 			char stop_with[320];
 
 			gs_strlcpy(stop_with, rs.stop_with, sizeof(stop_with));
@@ -617,6 +622,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			}
 			continue;
 		}
+		if (interactive)
+			t->shell_parent = par->pid;
 		if (have_unit) {
 			rs.handling = GS_HANDLE_WATCHED;
 			r = add_restarter(p, &rs);
@@ -689,15 +696,13 @@ static int run_capture(const struct gs_restarter_query *q, const char **argv, ch
 	return 0;
 }
 
-int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+/* systemctl show -p PROPS -- UNIT (inside CT container when not ""). */
+static int systemctl_show(const struct gs_restarter_query *q, const char *unit, const char *container,
+			  const char *props, char **ret_out)
 {
-	const struct gs_restarter_query *q = ud;
 	const char *argv[16];
 	size_t n = 0;
-	char *out = NULL, *save = NULL, *line;
-	int r;
 
-	memset(ret, 0, sizeof(*ret));
 	if (container[0]) {
 		argv[n++] = q->have_pct ? "pct" : "lxc-attach";
 		argv[n++] = q->have_pct ? "exec" : "-n";
@@ -707,11 +712,21 @@ int gs_restarter_query_unit(void *ud, const char *unit, const char *container, s
 	argv[n++] = "systemctl";
 	argv[n++] = "show";
 	argv[n++] = "-p";
-	argv[n++] = "Restart,RestartUSec,MainPID,ControlGroup";
+	argv[n++] = props;
 	argv[n++] = "--";
 	argv[n++] = unit;
 	argv[n] = NULL;
-	r = run_capture(q, argv, &out);
+	return run_capture(q, argv, ret_out);
+}
+
+int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
+{
+	const struct gs_restarter_query *q = ud;
+	char *out = NULL, *save = NULL, *line;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = systemctl_show(q, unit, container, "Restart,RestartUSec,MainPID,ControlGroup", &out);
 	if (r < 0)
 		return r;
 	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -731,6 +746,37 @@ int gs_restarter_query_unit(void *ud, const char *unit, const char *container, s
 	}
 	free(out);
 	return 0;
+}
+
+int gs_restarter_query_unit_state(void *ud, const char *unit, const char *container, struct gs_unit_state *ret)
+{
+	char *out = NULL, *save = NULL, *line;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = systemctl_show(ud, unit, container, "ActiveState,SubState", &out);
+	if (r < 0)
+		return r;
+	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+
+		if (!eq)
+			continue;
+		*eq++ = '\0';
+		if (!strcmp(line, "ActiveState"))
+			gs_strlcpy(ret->active, eq, sizeof(ret->active));
+		else if (!strcmp(line, "SubState"))
+			gs_strlcpy(ret->sub, eq, sizeof(ret->sub));
+	}
+	free(out);
+	/* No state at all is no answer (an old or odd systemctl). */
+	return ret->active[0] || ret->sub[0] ? 0 : -EIO;
+}
+
+bool gs_unit_restart_pending(const struct gs_unit_state *st)
+{
+	return gs_startswith(st->sub, "auto-restart") || !strcmp(st->active, "activating") ||
+	       !strcmp(st->active, "deactivating");
 }
 
 int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len)

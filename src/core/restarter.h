@@ -119,6 +119,23 @@ struct gs_restarter_query {
 	int proc_fd;
 };
 int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret);
+
+/* A unit's state now (systemctl show -p ActiveState,SubState), asked after
+ * the stop: its manager may have a restart scheduled that no watch can
+ * outlast (RestartSec= longer than what is left of --timeout). */
+struct gs_unit_state {
+	char active[32];         /* ActiveState= */
+	char sub[48];            /* SubState= */
+};
+int gs_restarter_query_unit_state(void *ud, const char *unit, const char *container, struct gs_unit_state *ret);
+/* May its manager start it again without being asked: a restart is
+ * scheduled (SubState auto-restart, or auto-restart-queued of newer
+ * systemd), it is being started already (ActiveState activating), or it is
+ * still stopping the rest of its processes after its main process died
+ * (ActiveState deactivating: with Restart= not "no", a restart follows once
+ * they are gone, unless that end was clean under Restart=on-failure; taken
+ * as coming, a false "clean" being the worse mistake)? */
+bool gs_unit_restart_pending(const struct gs_unit_state *st);
 int gs_restarter_query_container(void *ud, const char *runtime, const char *id, char *ret, size_t len);
 int gs_restarter_read_cmdline(void *ud, pid_t pid, char **ret);
 int gs_restarter_read_stdin(void *ud, pid_t pid, char *buf, size_t len);

@@ -49,6 +49,10 @@ struct gs_respawn {
 	/* Seen as a new child of a watched parent with a stopped target's
 	 * executable and command line, maybe before it opened the GPU. */
 	bool by_identity;
+	/* Not a process yet: the unit's manager has its restart scheduled
+	 * (pid 0, comm ""; state is "ActiveState/SubState"). */
+	bool scheduled;
+	char state[96];
 };
 
 /* A supervising parent left running (restarter.h), and what it started. */

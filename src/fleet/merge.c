@@ -324,9 +324,15 @@ static enum gs_host_verdict judge_reclaim(json_t *doc, struct gs_strbuf *why)
 		}
 		json_array_foreach(json_object_get(doc, GS_JK_RESPAWNS), i, x) {
 			const char *by = json_string_value(json_object_get(x, GS_JK_BY));
+			json_t *pid = json_object_get(x, GS_JK_PID);
 
-			gs_strbuf_addf(why, "%s%lld respawned", why->len ? "; " : "",
-				(long long)json_integer_value(json_object_get(x, GS_JK_PID)));
+			/* No pid: not a process yet, a restart its unit's manager
+			 * has scheduled. */
+			if (json_is_integer(pid))
+				gs_strbuf_addf(why, "%s%lld respawned", why->len ? "; " : "",
+					       (long long)json_integer_value(pid));
+			else
+				gs_strbuf_addf(why, "%srestart scheduled", why->len ? "; " : "");
 			if (by) {
 				char *safe = gs_text_dup(by, strlen(by), 64);
 

@@ -239,6 +239,14 @@ static bool held_with_no_process(const struct gs_reclaim_report *r, const struct
 }
 
 /* The summary as built, before escaping: names and messages as they came. */
+/* A restart its unit's manager has scheduled or begun, or one that follows
+ * once the unit's other processes are gone (restarter.h). */
+static const char *scheduled_what(const struct gs_respawn *rs)
+{
+	return gs_startswith(rs->state, "deactivating") ? "may restart it once its other processes are gone"
+							: "will restart it";
+}
+
 static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;
@@ -313,8 +321,12 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		off += (size_t)snprintf(buf + off, len - off, ";");
 	}
 	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++) {
-		off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s", (int)v->respawns[i].pid,
-					v->respawns[i].by);
+		if (v->respawns[i].scheduled)
+			off += (size_t)snprintf(buf + off, len - off, " %s: systemd %s (%s)", v->respawns[i].by,
+						scheduled_what(&v->respawns[i]), v->respawns[i].state);
+		else
+			off += (size_t)snprintf(buf + off, len - off, " %d respawned by %s", (int)v->respawns[i].pid,
+						v->respawns[i].by);
 		/* The option that stops the restarter too, named once. */
 		if (v->respawns[i].stop_with[0] && off + 64 < len &&
 		    (i == 0 || strcmp(v->respawns[i].stop_with, v->respawns[i - 1].stop_with)))
@@ -473,9 +485,16 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					" memory not verified\n", gp->index);
 		}
 		for (size_t i = 0; i < v->n_respawns; i++)
-			fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid, GS_SAFE(v->respawns[i].comm),
-				GS_SAFE(v->respawns[i].by), v->respawns[i].stop_with[0] ? "; " : "",
-				GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
+			if (v->respawns[i].scheduled)
+				fprintf(f, "respawn to come: %s: systemd %s (%s)%s%s%s\n", GS_SAFE(v->respawns[i].by),
+					scheduled_what(&v->respawns[i]), GS_SAFE(v->respawns[i].state),
+					v->respawns[i].stop_with[0] ? "; " : "",
+					GS_SAFE(v->respawns[i].stop_with), v->respawns[i].stop_with[0] ? " would stop it" : "");
+			else
+				fprintf(f, "respawned: %d (%s) by %s%s%s%s\n", (int)v->respawns[i].pid,
+					GS_SAFE(v->respawns[i].comm), GS_SAFE(v->respawns[i].by),
+					v->respawns[i].stop_with[0] ? "; " : "", GS_SAFE(v->respawns[i].stop_with),
+					v->respawns[i].stop_with[0] ? " would stop it" : "");
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu *gp = &s->gpus[v->gpus[g].gpu];
 
@@ -767,13 +786,19 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			for (size_t i = 0; i < v->n_respawns; i++) {
 				json_t *o = json_object();
 
-				json_object_set_new(o, GS_JK_PID, json_integer(v->respawns[i].pid));
-				json_object_set_new(o, GS_JK_COMM, gs_json_text(v->respawns[i].comm));
+				json_object_set_new(o, GS_JK_PID, v->respawns[i].scheduled ? json_null()
+											  : json_integer(v->respawns[i].pid));
+				json_object_set_new(o, GS_JK_COMM, v->respawns[i].scheduled ? json_null()
+											   : gs_json_text(v->respawns[i].comm));
 				json_object_set_new(o, GS_JK_BY, gs_json_text(v->respawns[i].by));
 				json_object_set_new(o, GS_JK_STOP_WITH, v->respawns[i].stop_with[0]
 										? gs_json_text(v->respawns[i].stop_with)
 										: json_null());
 				json_object_set_new(o, "before_gpu", json_boolean(v->respawns[i].by_identity));
+				json_object_set_new(o, "scheduled", json_boolean(v->respawns[i].scheduled));
+				json_object_set_new(o, "unit_state", v->respawns[i].scheduled
+										? gs_json_text(v->respawns[i].state)
+										: json_null());
 				json_array_append_new(resp, o);
 			}
 			json_object_set_new(j, "timed_out", json_boolean(v->timed_out));

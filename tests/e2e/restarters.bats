@@ -144,6 +144,45 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 	assert_dead "$h"
 }
 
+# shell_child SHELL HOLDER: a child of SHELL running gs-holder, other than HOLDER.
+shell_child() {
+	local c
+	for c in $(cat "/proc/$1/task/$1/children" 2>/dev/null); do
+		if [ "$c" != "$2" ] && [ "$(readlink "/proc/$c/exe")" = "$(readlink -f "$GS_HOLDER")" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+
+@test "restarters: a loop typed at an interactive shell restarts its holder: the shell is watched, never named or stopped; not clean, exit 1" {
+	# The restarted holder takes 3 s to open the GPU: longer than the
+	# 1 s holder watch, so only its identity can give it away.
+	pty_start sh "bash --norc --noprofile -i"
+	pty_type sh "while true; do '$GS_HOLDER' --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file '$BATS_TEST_TMPDIR/h.ready' -- python3 train.py; done"
+	wait_for 15 test -f "$BATS_TEST_TMPDIR/h.ready"
+	h=$(rpid h)
+	track "$h"
+	shell=$(awk '{print $4}' "/proc/$h/stat")
+	track "$shell" sup
+	assert_eq "$(cat "/proc/$shell/comm")" bash "the holder's parent"
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	wait_for 10 shell_child "$shell" "$h"
+	second=$(shell_child "$shell" "$h")
+	track "$second"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$h" "targets: never the shell"
+	assert_eq "$(jqo '.plan.targets[0].restarter')" null "restarter (an interactive shell is none)"
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.before_gpu)"] | join(";")')" "$second parent $shell (bash) true" respawns
+	assert_match "$(jqo .summary)" "not clean: $second respawned by parent $shell \\(bash\\)" summary
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | .memory_after_mib')" 0 "GPU 0 at the verdict: nothing held yet"
+	assert_dead "$h"
+	assert_alive "$shell" "$second"
+}
+
 @test "restarters: the plan shows the supervising parent (text and JSON) and a dry run changes nothing" {
 	loop sup 0.2 0
 

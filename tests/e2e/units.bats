@@ -314,3 +314,53 @@ unit_with_member() {
 	assert_dead "$first"
 	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
 }
+
+@test "reclaim --no-units: a Restart=always unit whose RestartSec outlasts --timeout: systemd's scheduled restart makes it not clean" {
+	# RestartSec=30s, --timeout 5s: no watch can last until the restart;
+	# systemd says it is coming (SubState=auto-restart).
+	world_systemd_start
+	world_unit --restart always --restart-sec 30s trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	first=$UNIT_MAIN
+
+	run --separate-stderr gs reclaim -y --no-units --timeout 5s --json
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_dead "$first"
+	assert_eq "$(unit_state trainer.service)" "activating auto-restart 0" "trainer.service"
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.scheduled)"] | join(";")')" \
+		"null unit trainer.service true" respawns
+	assert_match "$(jqo '.respawns[0].stop_with')" "systemctl stop trainer.service" "what would stop it"
+	assert_match "$(jqo '.respawns[0].stop_with')" "without --no-units" "what would stop it"
+	assert_match "$(jqo .summary)" "not clean: unit trainer.service: systemd will restart it \\(activating/auto-restart\\), systemctl stop trainer.service" summary
+	assert_eq "$(jqo '.gpus[] | select(.index == 0) | "\(.clean) \(.memory_after_mib)"')" "true 0" "GPU 0 at the verdict"
+}
+
+@test "reclaim --no-units: a Restart=always unit still stopping its other processes at the verdict: its restart follows, not clean" {
+	# A helper of the unit ignores SIGTERM: after its main process is
+	# killed systemd waits TimeoutStopSec=10s on it (deactivating
+	# stop-sigterm), past --timeout 5s, and restarts the unit only then.
+	# Only the first start has that helper: the restarted unit stops cleanly.
+	cat >"$BATS_TEST_TMPDIR/helper.sh" <<-'EOF2'
+		[ -e "$1" ] && exit 0
+		: >"$1"
+		(trap '' TERM; exec sleep 60) &
+	EOF2
+	world_systemd_start
+	world_unit --restart always --service-set "ExecStartPost=/bin/sh $BATS_TEST_TMPDIR/helper.sh $BATS_TEST_TMPDIR/helper.flag" \
+		trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	first=$UNIT_MAIN
+
+	run --separate-stderr gs reclaim -y --no-units --timeout 5s --json
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_dead "$first"
+	assert_eq "$(unit_state trainer.service)" "deactivating stop-sigterm 0" "trainer.service"
+	assert_eq "$(jqo '[.respawns[] | "\(.pid) \(.by) \(.scheduled) \(.unit_state)"] | join(";")')" \
+		"null unit trainer.service true deactivating/stop-sigterm" respawns
+	# ... and systemd does restart it once the helper is killed
+	# (TimeoutStopSec=10s after the main process died).
+	wait_for 15 eval '[ "$(sd show -p NRestarts --value trainer.service)" = 1 ]'
+	track "$(sd show -p MainPID --value trainer.service)"
+}

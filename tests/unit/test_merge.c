@@ -318,6 +318,13 @@ static void test_reclaim_documents(void **state)
 		    "not clean, 2 GPUs, 4102 MiB: GPU 0 held by 1234 (python3); GPU 1: 512 MiB still used; "
 		    "4321 respawned by unit trainer.service");
 	expect_line("wait", 1, wait_busy, NULL, GS_HV_NOT_CLEAN, "not clean, 2 GPUs, 2348 MiB: GPU 0 held by 20908 (gs-holder)");
+	/* a restart systemd has scheduled: no process yet, pid null */
+	expect_line("reclaim", 1,
+		    "{\"schema_version\":1,\"command\":\"reclaim\",\"verdict\":\"not-clean\",\"exit_status\":1,"
+		    "\"gpus\":[{\"index\":0,\"clean\":true,\"memory_before_mib\":4096,\"memory_after_mib\":0,"
+		    "\"held_by\":[]}],\"respawns\":[{\"pid\":null,\"comm\":null,\"by\":\"unit trainer.service\","
+		    "\"scheduled\":true,\"unit_state\":\"activating/auto-restart\"}]}",
+		    NULL, GS_HV_NOT_CLEAN, "not clean, 1 GPU, 0 MiB: restart scheduled by unit trainer.service");
 	/* refused and friends: the host's own one-liner, without "gpuslate: " */
 	expect_line("reclaim", 5,
 		    "{\"schema_version\":1,\"command\":\"reclaim\",\"verdict\":\"refused\",\"exit_status\":5,"

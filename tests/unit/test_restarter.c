@@ -302,7 +302,47 @@ static void test_parents_that_are_not_supervisors(void **state)
 	assert_null(restarter_of(w, 201));
 	assert_null(restarter_of(w, 301)); /* no restart policy either */
 	assert_null(restarter_of(w, 401));
+	/* The login shell is no restarter, but a loop typed at it restarts
+	 * its child: it is watched. Never the shell that runs gpuslate, nor
+	 * a parent that is no shell. */
+	assert_int_equal(gs_plan_find_target(&w->plan, 101)->shell_parent, 100);
+	assert_int_equal(gs_plan_find_target(&w->plan, 201)->shell_parent, 0);
+	assert_int_equal(gs_plan_find_target(&w->plan, 501)->shell_parent, 0);
+	assert_int_equal(gs_plan_find_target(&w->plan, 401)->shell_parent, 0);
 	free_world(w);
+}
+
+/* After the stop, systemd's word on a signalled unit: a restart scheduled
+ * (auto-restart, auto-restart-queued of systemd 254+), one under way
+ * (activating) or one that follows the stop of its other processes
+ * (deactivating) is coming back; stopped, failed or running is not. */
+static void test_unit_restart_pending_from_its_state(void **state)
+{
+	static const struct {
+		const char *active, *sub;
+		bool pending;
+	} cases[] = {
+		{ "activating", "auto-restart", true },
+		{ "activating", "auto-restart-queued", true },
+		{ "activating", "start-pre", true },
+		{ "activating", "start", true },
+		{ "inactive", "dead", false },
+		{ "failed", "failed", false },
+		{ "deactivating", "stop-sigterm", true },
+		{ "deactivating", "final-sigkill", true },
+		{ "active", "running", false },
+		{ "", "", false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+		struct gs_unit_state st = { 0 };
+
+		gs_strlcpy(st.active, cases[i].active, sizeof(st.active));
+		gs_strlcpy(st.sub, cases[i].sub, sizeof(st.sub));
+		if (gs_unit_restart_pending(&st) != cases[i].pending)
+			fail_msg("%s/%s: pending should be %d", cases[i].active, cases[i].sub, cases[i].pending);
+	}
 }
 
 /* A service's main process that supervises workers: ending it is the
@@ -492,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_interactive_shells_and_shells_running_a_program),
 		cmocka_unit_test(test_bash_loop_is_a_supervising_parent),
 		cmocka_unit_test(test_parents_that_are_not_supervisors),
+		cmocka_unit_test(test_unit_restart_pending_from_its_state),
 		cmocka_unit_test(test_parent_that_is_a_units_main_process_is_not_stopped),
 		cmocka_unit_test(test_restart_always_unit),
 		cmocka_unit_test(test_container_with_restart_policy),

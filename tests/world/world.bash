@@ -123,16 +123,19 @@ sd_quote() {
 	printf '"%s"' "$s"
 }
 
-# world_unit [--restart no|always|on-failure] [--kill-mode MODE] [--slice S]
-#            [--unit-set KEY=VALUE]... NAME -- CMD [ARG]...: defines NAME.service for the test's
-# manager (Slice=system.slice, RestartSec=100ms, the simulated host's
+# world_unit [--restart no|always|on-failure] [--restart-sec TIME] [--kill-mode MODE] [--slice S]
+#            [--unit-set KEY=VALUE]... [--service-set KEY=VALUE]... NAME -- CMD [ARG]...:
+#            defines NAME.service for the test's
+# manager (Slice=system.slice, RestartSec=100ms unless given, the simulated host's
 # environment) and starts it. Sets UNIT_MAIN (its MainPID) and tracks it.
 world_unit() {
-	local restart=no kill_mode=control-group slice=system.slice name w exec='' extra=''
+	local restart=no restart_sec=100ms kill_mode=control-group slice=system.slice name w exec='' extra='' service=''
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--unit-set) extra="$extra$2"$'\n'; shift 2 ;;
+		--service-set) service="$service$2"$'\n'; shift 2 ;;
 		--restart) restart=$2; shift 2 ;;
+		--restart-sec) restart_sec=$2; shift 2 ;;
 		--kill-mode) kill_mode=$2; shift 2 ;;
 		--slice) slice=$2; shift 2 ;;
 		*) break ;;
@@ -149,10 +152,11 @@ world_unit() {
 		Slice=$slice
 		ExecStart=${exec# }
 		Restart=$restart
-		RestartSec=100ms
+		RestartSec=$restart_sec
 		KillMode=$kill_mode
 		TimeoutStopSec=10s
 		Environment=FAKE_NVML_STATE=$FAKE_NVML_STATE GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT
+		$service
 	EOF
 	sd daemon-reload && sd start "$name.service" || return 1
 	UNIT_MAIN=$(sd show -p MainPID --value "$name.service")
