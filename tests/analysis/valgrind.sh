@@ -2,7 +2,7 @@
 # make valgrind: end-to-end commands of the release build (build/gpuslate)
 # under Valgrind memcheck against the simulated GPU host (tests/fakes/
 # mkhost.sh, build/fakes/gs-holder): status, status --json, reclaim --dry-run,
-# reclaim -y, wait, and a fleet status through an ssh stub (the remote
+# reclaim -y, wait, run, restore, and a fleet status through an ssh stub (the remote
 # commands run the release binary outside Valgrind: --trace-children=no). Any memcheck
 # error or leak (definite/possible) fails; so does a wrong exit status or a
 # process that should have survived and did not.
@@ -56,6 +56,10 @@ vg 0 reclaim reclaim -y --grace 1 --timeout 20 --json
 for p in "$a" "$b"; do alive "$p" && { echo "FAIL reclaim: target $p survived"; fail=1; }; done
 for p in "$c" "$d"; do alive "$p" || { echo "FAIL reclaim: $p (client/protected) was killed"; fail=1; }; done
 vg 0 wait-clean wait --timeout 5
+# run: a reclaim, COMMAND (not under valgrind), the intruder watch and the
+# --restore path (nothing recorded here), with the one JSON document.
+vg 3 run run -y --json --restore -- sh -c 'exit 3'
+vg 0 restore restore -y --json
 vg 2 usage reclaim --grace nonsense
 # Fleet: two "hosts" through the ssh stub; each runs the release binary
 # (not under valgrind: --trace-children=no) and gpuslate merges the reports.
