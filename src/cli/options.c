@@ -268,8 +268,11 @@ static int check_request(struct gs_request *req)
 		gs_err("--proc-root '%s' is for reading a /proc copy; run acts only on the real /proc", req->proc_root);
 		return -EINVAL;
 	}
+	/* A reclaim's worst case: its unit stops share --timeout, then the
+	 * wait takes up to --timeout, the grace periods on top; systemctl and
+	 * the runtimes' questions (10 s at most, twice) and ssh fit in 60 s. */
 	if (!req->command_timeout_ms)
-		req->command_timeout_ms = req->timeout_ms + req->grace_ms * 2 + 60000;
+		req->command_timeout_ms = req->timeout_ms * 2 + req->grace_ms * 2 + 60000;
 	return 0;
 }
 

@@ -74,7 +74,7 @@ const struct gs_option gs_options[] = {
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "TIME", GS_FOR_EVERY, GS_FWD_NO, GS_OT_MS, V(connect_timeout_ms), 0, NULL,
 	  "(default 10s)" },
 	{ "command-timeout", OPT_COMMAND_TIMEOUT, "TIME", GS_FOR_EVERY, GS_FWD_NO, GS_OT_MS, V(command_timeout_ms), 0, NULL,
-	  "(default: --timeout + 2 x --grace + 60s)" },
+	  "(default: 2 x --timeout + 2 x --grace + 60s)" },
 
 	{ "nvml-lib", OPT_NVML_LIB, "PATH", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(nvml_lib), 0, "Where to look",
 	  "NVML library (env GPUSLATE_NVML_LIB)" },
