@@ -100,9 +100,11 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 			 * the driver the way an NVML call can. */
 			if (!d->drm || !d->drm->ops->memory)
 				return -EOPNOTSUPP;
+			memset(&ret[k], 0, sizeof(ret[k]));
 			r = d->drm->ops->memory(d->drm, gp->backend_index, &ret[k]);
 			if (r < 0)
 				return r;
+			ret[k].used_unknown = false; /* only Intel's figure can lack */
 			if (gp->mem_basis == GS_MEM_V1_ESTIMATED)
 				drm_normalize(d, gp->backend_index, &ret[k].used, &ret[k].reserved);
 			continue;
@@ -121,6 +123,9 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 		if (errs[j] < 0)
 			return errs[j];
 		ret[k] = nv[j];
+		/* Whatever the backend left there (NVML's helper sends the
+		 * struct it filled): an NVIDIA reading always has its figure. */
+		ret[k].used_unknown = false;
 		if (!ret[k].v2 && s->gpus[gpus[k]].mem_basis == GS_MEM_V1_ESTIMATED)
 			v1_normalize(d, idx[j], &ret[k].used, &ret[k].reserved);
 	}

@@ -394,7 +394,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
 	unsigned gpus[GS_MAX_GPUS];
-	struct gs_gpu_mem mem[GS_MAX_GPUS];
+	struct gs_gpu_mem mem[GS_MAX_GPUS] = { 0 };
 	size_t n = 0, k = 0;
 	int rc;
 
