@@ -192,7 +192,9 @@ bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g)
 
 	if (g->vendor == GS_VENDOR_NVIDIA)
 		return gs_discover_polls_memory(d);
-	return d->drm && gs_drm_gpu_info(d->drm, g->backend_index, &dg) == 0 && dg.vram_used_known;
+	if (!d->drm || gs_drm_gpu_info(d->drm, g->backend_index, &dg) < 0)
+		return false;
+	return dg.vram_used_known || g->vendor == GS_VENDOR_INTEL;
 }
 
 void gs_discover_close(struct gs_discover *d)
@@ -201,6 +203,7 @@ void gs_discover_close(struct gs_discover *d)
 	d->backend = NULL;
 	gs_gpu_backend_close(d->drm);
 	d->drm = NULL;
+	gs_drm_fdwatch_free(&d->drm_watch);
 	if (d->fdinfo_shadow_fd > 0) /* 0: a zeroed session that never opened one */
 		close(d->fdinfo_shadow_fd);
 	d->fdinfo_shadow_fd = -1;

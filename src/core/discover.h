@@ -13,6 +13,7 @@
 
 #include "gpu/gpu.h"
 #include "proc/devset.h"
+#include "proc/drm_fdwatch.h"
 #include "proc/owner.h"
 #include "proc/ptable.h"
 #include "util/root.h"
@@ -60,6 +61,9 @@ struct gs_discover {
 	/* amdgpu's mem_info_vram_used counts the driver's own buffers: the
 	 * same estimate as v1's, by DRM backend index. */
 	struct gs_v1_reserve drm_reserved[GS_DEVSET_DRM_MAX];
+	/* The DRM fds of the last full snapshot, re-read by the wait loop's
+	 * polls of an Intel GPU's memory (gs_snapshot_memory). */
+	struct gs_drm_fdwatch drm_watch;
 };
 
 /* Returns 0, or -errno; -ETIMEDOUT when NVML hung while opening (d->error
@@ -88,8 +92,8 @@ int gs_discover_ptable(struct gs_discover *d, struct gs_ptable *ret);
 bool gs_discover_polls_memory(const struct gs_discover *d);
 
 /* Can the memory of this GPU be polled: NVML for NVIDIA, amdgpu's sysfs
- * for AMD; not Intel (its used memory is the clients' fdinfo, read by a
- * snapshot, not a poll). */
+ * for AMD, for Intel the fdinfo of the DRM fds the last full snapshot saw
+ * on its nodes (its used memory is its clients'). */
 bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g);
 
 #endif

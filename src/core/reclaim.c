@@ -26,7 +26,7 @@ enum {
 	STAGE_PLAN,      /* plan built */
 };
 
-/* An AMD/Intel GPU of the verdict whose memory was not polled. */
+/* An AMD/Intel GPU of the verdict without a memory figure to poll. */
 static bool unpolled_drm_gpu(const struct gs_snapshot *s, const struct gs_verify_result *vr)
 {
 	for (size_t g = 0; g < vr->n_gpus; g++)
@@ -688,8 +688,8 @@ static void judge(struct gs_reclaim *rc)
 	} else if (vr->clean && vr->memory_unverified) {
 		conclude(rc, GS_VERDICT_UNVERIFIED,
 			 unpolled_drm_gpu(&rc->s, vr)
-				 ? "holders gone, but GPU memory could not be verified (an AMD/Intel GPU whose memory"
-				   " cannot be polled: Intel's used memory is its clients' fdinfo)"
+				 ? "holders gone, but GPU memory could not be verified (an AMD/Intel GPU without a memory"
+				   " figure: a DRM client without usage stats, or no figure in sysfs)"
 			 : !strcmp(rc->s.gpu_source, "nvml")
 				 ? "holders gone, but GPU memory could not be verified (NVML has only v1 memory figures"
 				   " and the driver's reservation could not be estimated)"

@@ -46,6 +46,29 @@ static void drm_normalize(const struct gs_discover *d, unsigned bi, uint64_t *us
 	*reserved = r;
 }
 
+/* An Intel GPU's used memory between full snapshots: its clients' fdinfo,
+ * re-read from the fds the last full snapshot saw on its nodes
+ * (proc/drm_fdwatch.h); new clients wait for the next full snapshot. No
+ * figure (a client without usage stats) is used_unknown, not an error. */
+static int intel_memory(struct gs_discover *d, const struct gs_gpu *gp, struct gs_gpu_mem *ret)
+{
+	struct gs_drm_usage u;
+	int r;
+
+	r = gs_drm_fdwatch_usage(&d->drm_watch, d->root.proc_fd, d->fdinfo_shadow_fd, gp->backend_index, &u);
+	if (r < 0)
+		return r;
+	r = gs_drm_memory_from_usage(d->drm, gp->backend_index, &u, ret);
+	gs_drm_usage_free(&u);
+	if (r == -ENODATA) {
+		memset(ret, 0, sizeof(*ret));
+		ret->total = gp->mem_total;
+		ret->used_unknown = true;
+		return 0;
+	}
+	return r;
+}
+
 int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const unsigned *gpus, size_t n,
 		       struct gs_gpu_mem *ret)
 {
@@ -66,14 +89,22 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 		if (gpus[k] >= s->n_gpus)
 			return -EINVAL;
 		gp = &s->gpus[gpus[k]];
+		if (gp->vendor == GS_VENDOR_INTEL && d->drm) {
+			r = intel_memory(d, gp, &ret[k]);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (gp->vendor != GS_VENDOR_NVIDIA) {
 			/* amdgpu: a sysfs read; the DRM backend never hangs on
 			 * the driver the way an NVML call can. */
 			if (!d->drm || !d->drm->ops->memory)
 				return -EOPNOTSUPP;
+			memset(&ret[k], 0, sizeof(ret[k]));
 			r = d->drm->ops->memory(d->drm, gp->backend_index, &ret[k]);
 			if (r < 0)
 				return r;
+			ret[k].used_unknown = false; /* only Intel's figure can lack */
 			if (gp->mem_basis == GS_MEM_V1_ESTIMATED)
 				drm_normalize(d, gp->backend_index, &ret[k].used, &ret[k].reserved);
 			continue;
@@ -92,6 +123,9 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 		if (errs[j] < 0)
 			return errs[j];
 		ret[k] = nv[j];
+		/* Whatever the backend left there (NVML's helper sends the
+		 * struct it filled): an NVIDIA reading always has its figure. */
+		ret[k].used_unknown = false;
 		if (!ret[k].v2 && s->gpus[gpus[k]].mem_basis == GS_MEM_V1_ESTIMATED)
 			v1_normalize(d, idx[j], &ret[k].used, &ret[k].reserved);
 	}
@@ -645,6 +679,18 @@ static void proc_drm_vram(const struct gs_scan_proc *p, const struct gs_pci_addr
 	*ret = sum;
 }
 
+/* The scanned fds on DRM GPU bi (backend index) whose fdinfo had no usage
+ * stats. */
+static unsigned no_stats_on(const struct gs_scan_result *scan, unsigned bi)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < scan->n_procs; i++)
+		for (size_t k = 0; k < scan->procs[i].drm.n_refs; k++)
+			n += scan->procs[i].drm.refs[k].gpu == bi && scan->procs[i].drm.refs[k].no_stats;
+	return n;
+}
+
 static struct gs_nvml_entry *find_entry(struct gs_snapshot *s, pid_t pid, unsigned g)
 {
 	for (size_t k = 0; k < s->n_nvml; k++)
@@ -730,9 +776,13 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 		if (accounted)
 			gs_gpuset_add(&s->nvml_listed, (unsigned)g);
 		if (gp->vendor == GS_VENDOR_INTEL && !gp->mem_known) {
+			/* Only an fd on this GPU's nodes without usage stats
+			 * makes its figure unknown (the poll counts the same). */
+			struct gs_drm_usage on_gpu = host;
 			struct gs_gpu_mem m;
 
-			if (gs_drm_memory_from_usage(d->drm, gp->backend_index, &host, &m) == 0) {
+			on_gpu.n_no_stats = no_stats_on(scan, gp->backend_index);
+			if (gs_drm_memory_from_usage(d->drm, gp->backend_index, &on_gpu, &m) == 0) {
 				gp->mem_known = true;
 				gp->mem_basis = GS_MEM_V2; /* clients only: nothing of the driver's in it */
 				gp->mem_used = m.used;
@@ -879,6 +929,13 @@ int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *s)
 	listed = NULL;
 	if (r < 0)
 		goto fail;
+	/* The wait loop's polls of Intel memory re-read these fds until the
+	 * next full snapshot replaces them. */
+	if (d->drm) {
+		r = gs_drm_fdwatch_set(&d->drm_watch, &scan);
+		if (r < 0)
+			goto fail;
+	}
 	s->n_scanned = scan.n_scanned;
 	s->n_denied = scan.n_denied;
 	for (size_t i = 0; i < scan.n_denied && i < GS_ARRAY_SIZE(s->denied); i++)

@@ -106,8 +106,17 @@ static int same_gpu(const struct gs_snapshot *before, unsigned g, const struct g
 	return -1;
 }
 
+/* A reading without a figure: whatever the last one said, the memory is
+ * not known to be back. */
+static void mark_unknown(struct gs_gpu_verdict *v)
+{
+	v->figure_lost = true;
+	v->released = false;
+}
+
 static void mark_released(struct gs_gpu_verdict *v, uint64_t used, uint64_t t0_ns)
 {
+	v->figure_lost = false;
 	v->after = used;
 	if (used <= v->baseline) {
 		if (!v->released) {
@@ -147,7 +156,11 @@ static void follow_baseline(struct gs_gpu_verdict *v, const struct gs_snapshot *
 		v->n_others++;
 		v->others_total += ot->mem;
 	}
-	if (!v->mem_known || !np->baseline_known[k] || !now->gpus[k].mem_known)
+	if (v->mem_known && !now->gpus[k].mem_known) {
+		mark_unknown(v);
+		return;
+	}
+	if (!v->mem_known || !np->baseline_known[k])
 		return;
 	v->baseline = np->baseline[k];
 	mark_released(v, now->gpus[k].mem_used, t0_ns);
@@ -381,7 +394,7 @@ static int rescan(struct gs_discover *d, const struct gs_verify_opts *o, struct 
 static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
 	unsigned gpus[GS_MAX_GPUS];
-	struct gs_gpu_mem mem[GS_MAX_GPUS];
+	struct gs_gpu_mem mem[GS_MAX_GPUS] = { 0 };
 	size_t n = 0, k = 0;
 	int rc;
 
@@ -400,7 +413,10 @@ static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, st
 		if (!v->mem_known)
 			continue;
 		m = &mem[k++];
-		mark_released(v, m->used, o->t0_ns);
+		if (m->used_unknown)
+			mark_unknown(v);
+		else
+			mark_released(v, m->used, o->t0_ns);
 	}
 	return 0;
 }
@@ -535,8 +551,8 @@ int gs_verify_wait(struct gs_discover *d, const struct gs_verify_opts *o, struct
 	for (size_t g = 0; g < r->n_gpus; g++) {
 		struct gs_gpu_verdict *v = &r->gpus[g];
 
-		v->clean = (!v->mem_known || v->after <= v->baseline) && v->n_held_by == 0;
-		v->unattributed = v->mem_known && v->after > v->baseline && v->n_held_by == 0;
+		v->clean = (!v->mem_known || (v->after <= v->baseline && !v->figure_lost)) && v->n_held_by == 0;
+		v->unattributed = v->mem_known && !v->figure_lost && v->after > v->baseline && v->n_held_by == 0;
 		/* Everything the selection targets has gone but the driver still
 		 * accounts the memory: teardown not finished (or a holder we
 		 * cannot see). */

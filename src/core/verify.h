@@ -22,6 +22,10 @@ struct gs_gpu_verdict {
 	bool mem_known;
 	uint64_t before, after, baseline; /* bytes */
 	bool released;           /* memory reached the baseline */
+	/* The last reading had no figure (an Intel GPU, whose memory is its
+	 * clients' fdinfo: one without usage stats appeared): not released,
+	 * never clean, until a reading has one again. */
+	bool figure_lost;
 	uint64_t released_ms;    /* since t0, when it did */
 	pid_t held_by[16];       /* processes the selection targets that still hold it */
 	char held_comm[16][16];  /* their names */

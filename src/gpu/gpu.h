@@ -97,6 +97,9 @@ struct gs_gpu_mem {
 	bool v2;
 	uint64_t total, used, reserved;
 	uint64_t free;           /* the backend's own figure (see gs_gpu.mem_free) */
+	/* No figure at this reading (an Intel GPU, whose used memory is its
+	 * clients' fdinfo: a client without usage stats): used means nothing. */
+	bool used_unknown;
 };
 
 struct gs_gpu_backend;

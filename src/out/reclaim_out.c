@@ -318,6 +318,8 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 						v->waited_ms / 1000.0);
 		else if (gv->unattributed && off + 40 < len)
 			off += (size_t)snprintf(buf + off, len - off, " by no visible process");
+		else if (gv->figure_lost && off + 40 < len)
+			off += (size_t)snprintf(buf + off, len - off, " memory unknown");
 		off += (size_t)snprintf(buf + off, len - off, ";");
 	}
 	for (size_t i = 0; i < v->n_respawns && off + 64 < len; i++) {
@@ -456,6 +458,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 					fprintf(f, ": holders gone, memory not released yet");
 				else if (gv->unattributed)
 					fprintf(f, ": memory above the baseline, no visible holder");
+				else if (gv->figure_lost)
+					fprintf(f, ": memory unknown (a DRM client without usage stats appeared)");
 				fputc('\n', f);
 			}
 		}
@@ -501,7 +505,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			if (!v->gpus[g].mem_known && gp->vendor != GS_VENDOR_NVIDIA)
 				fprintf(f, "GPU %u: memory not verified: %s\n", gp->index,
 					gp->vendor == GS_VENDOR_INTEL
-						? "Intel's used memory is its clients' fdinfo, not polled (holders only)"
+						? "Intel's used memory is its clients' fdinfo, and a client there has no"
+						  " usage stats (holders only)"
 						: "no memory figure from sysfs (holders only)");
 		}
 		if (v->memory_unverified && strcmp(s->gpu_source, "nvml") && has_unpolled_nvidia(s, v))
@@ -759,7 +764,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 				json_object_set_new(o, "name", gs_json_text(gp->name));
 				json_object_set_new(o, GS_JK_CLEAN, json_boolean(gv->clean));
 				json_object_set_new(o, GS_JK_MEMORY_BEFORE_MIB, json_mib(gv->mem_known, gv->before));
-				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB, json_mib(gv->mem_known, gv->after));
+				json_object_set_new(o, GS_JK_MEMORY_AFTER_MIB,
+						    json_mib(gv->mem_known && !gv->figure_lost, gv->after));
 				json_object_set_new(o, "baseline_mib", json_mib(gv->mem_known, gv->baseline));
 				json_object_set_new(o, "memory_total_mib", json_mib(gp->mem_known, gp->mem_total));
 				gs_json_memory_basis(o, gp);

@@ -386,6 +386,16 @@ int gs_drm_usage_add(struct gs_drm_usage *u, const struct gs_drm_fdinfo *fi)
 	return r;
 }
 
+int gs_drm_usage_note_fd(struct gs_drm_usage *u, const struct gs_drm_fdref *ref)
+{
+	if (!u || !ref)
+		return -EINVAL;
+	if (GS_ARRAY_RESERVE(u->refs, u->cap_refs, u->n_refs) < 0)
+		return -ENOMEM;
+	u->refs[u->n_refs++] = *ref;
+	return 0;
+}
+
 int gs_drm_usage_merge(struct gs_drm_usage *dst, const struct gs_drm_usage *src)
 {
 	for (size_t i = 0; i < src->n_clients; i++) {
@@ -424,5 +434,6 @@ void gs_drm_usage_free(struct gs_drm_usage *u)
 	if (!u)
 		return;
 	free(u->clients);
+	free(u->refs);
 	memset(u, 0, sizeof(*u));
 }

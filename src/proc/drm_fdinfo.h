@@ -76,11 +76,26 @@ struct gs_drm_client {
 	uint64_t mem;           /* bytes over all regions (total, else resident) */
 };
 
+/* One DRM fd whose fdinfo was read: enough to read it again without a
+ * /proc pass (proc/drm_fdwatch.h), and to know it is still the same open
+ * file (the inode the scan saw). */
+struct gs_drm_fdref {
+	pid_t pid;
+	int fd;
+	ino_t ino;
+	unsigned gpu;           /* the DRM backend index of the node it is open on */
+	bool no_stats;          /* its fdinfo gave no usage stats when read */
+};
+
 struct gs_drm_usage {
 	struct gs_drm_client *clients;
 	size_t n_clients, cap_clients;
 	unsigned n_fds;         /* DRM fds offered (with or without stats) */
 	unsigned n_no_stats;    /* of those, fds whose fdinfo had no drm- keys */
+	/* The fds it was read from (gs_drm_usage_note_fd); not carried over by
+	 * gs_drm_usage_merge: a merged total is of clients, not of fds. */
+	struct gs_drm_fdref *refs;
+	size_t n_refs, cap_refs;
 };
 
 /* Count one DRM fd. fi NULL: an fd whose fdinfo had no usage stats. The same
@@ -89,6 +104,10 @@ struct gs_drm_usage {
  * apart). Clients without drm-client-id cannot be told apart and are each
  * kept. Returns 0 or -ENOMEM (nothing changed). */
 int gs_drm_usage_add(struct gs_drm_usage *u, const struct gs_drm_fdinfo *fi);
+
+/* Remember that the fd ref->(pid, fd) was read into u, to read it again.
+ * Returns 0 or -ENOMEM. */
+int gs_drm_usage_note_fd(struct gs_drm_usage *u, const struct gs_drm_fdref *ref);
 
 /* Add every client of src into dst (a host total from per-process ones). */
 int gs_drm_usage_merge(struct gs_drm_usage *dst, const struct gs_drm_usage *src);

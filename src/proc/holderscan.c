@@ -270,18 +270,27 @@ static void match_maps_line(const struct gs_devset *view, const char *line, stru
 	}
 }
 
-/* Count one DRM fd's client in p->drm. The fdinfo is read only for an fd
+/* Count one DRM fd's client in p->drm, and note the fd for the wait loop's
+ * cheap re-reads (proc/drm_fdwatch.h). The fdinfo is read only for an fd
  * whose identity was just established, and checked against that inode: an
- * fd number reused meanwhile is -ESTALE, like a vanished one counted as an
- * fd without figures (unknown, never smaller). Returns 0 or -ENOMEM. */
-static int note_drm_client(const struct scan_worker *w, struct gs_scan_proc *p, int fd, ino_t ino)
+ * fd number reused meanwhile is -ESTALE, counted as an fd without figures
+ * (unknown, never smaller). An fd that is gone by then (closed, or its
+ * process exited: -ENOENT, -ESRCH) holds nothing any more and is not
+ * counted. Returns 0 or -ENOMEM. */
+static int note_drm_client(const struct scan_worker *w, struct gs_scan_proc *p, int fd, ino_t ino, unsigned gpu)
 {
 	struct gs_drm_fdinfo fi;
 	int r = gs_drm_fdinfo_read(w->sh->proc_fd, w->sh->shadow_fd, p->pid, fd, ino, &fi);
+	struct gs_drm_fdref ref = { .pid = p->pid, .fd = fd, .ino = ino, .gpu = gpu, .no_stats = r != 0 };
 
 	if (r == -ENOMEM)
 		return r;
-	return gs_drm_usage_add(&p->drm, r == 0 ? &fi : NULL);
+	if (r == -ENOENT || r == -ESRCH)
+		return 0;
+	r = gs_drm_usage_add(&p->drm, r == 0 ? &fi : NULL);
+	if (r == 0)
+		r = gs_drm_usage_note_fd(&p->drm, &ref);
+	return r;
 }
 
 /* Read the maps beside the fd directory fd_dir ("../maps": the parent of an
@@ -445,7 +454,7 @@ static int scan_fds(struct scan_worker *w, int fd_dir, struct gs_scan_proc *p, s
 
 				gs_minorset_add(&p->drm_fd_gpus, minor);
 				if (gs_parse_u32(de->d_name, &fdn) == 0 && fdn <= INT_MAX) {
-					r = note_drm_client(w, p, (int)fdn, st.st_ino);
+					r = note_drm_client(w, p, (int)fdn, st.st_ino, minor);
 					if (r < 0)
 						return r;
 				}

@@ -254,3 +254,80 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .reason")" "^GPU monitor, a client by its name" "monitor left alone"
 	assert_alive "$job" "$mon"
 }
+
+@test "amd-intel: reclaim of an Intel holder polls its clients' fdinfo and ends clean once the memory is gone" {
+	start_holder nv --gpu 0 --mib 2048
+	start_holder xe --as train --open "$INTEL_RENDER"
+	xe=$(rpid xe) nv=$(rpid nv)
+	mkdrm fdinfo "$GS_HOST" "$xe" "$(fd_of xe "$INTEL_RENDER")" xe "$INTEL_PCI" 81 --vram-mib 1024 --gtt-mib 64
+
+	run --separate-stderr gs reclaim -y -g "$INTEL_PCI" --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.index) \(.clean) \(.memory_before_mib) \(.memory_after_mib) \(.baseline_mib)"')" \
+		"2 true 1024 0 16" "GPU 2"
+	# Released is measured, not assumed: the figure went from 1024 MiB to 0.
+	[ "$(jqo '.gpus[0].released_after_s')" != null ]
+	assert_dead "$xe"
+	assert_alive "$nv"
+
+	# The same in text: no 'memory not verified' line any more.
+	start_holder xe2 --as train --open "$INTEL_RENDER"
+	xe2=$(rpid xe2)
+	mkdrm fdinfo "$GS_HOST" "$xe2" "$(fd_of xe2 "$INTEL_RENDER")" xe "$INTEL_PCI" 82 --vram-mib 512
+	run --separate-stderr gs reclaim -y -g 2
+	assert_status 0
+	assert_match "$output" "^Verdict: clean" "verdict"
+	assert_no_match "$output$stderr" "not verified" "no unverified line"
+	assert_dead "$xe2"
+}
+
+@test "amd-intel: an Intel client left alone keeps its fdinfo memory: selection-gone (exit 6), naming it, as for NVIDIA" {
+	start_holder mine --as train --open "$INTEL_RENDER"
+	start_holder theirs --as serve --open "$INTEL_RENDER"
+	mine=$(rpid mine) theirs=$(rpid theirs)
+	mkdrm fdinfo "$GS_HOST" "$mine" "$(fd_of mine "$INTEL_RENDER")" xe "$INTEL_PCI" 91 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$theirs" "$(fd_of theirs "$INTEL_RENDER")" xe "$INTEL_PCI" 92 --vram-mib 512
+
+	run --separate-stderr gs reclaim -y -g 2 --match train --json
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib) \(.baseline_mib)"')" \
+		"true 2560 512 528" "GPU 2"
+	assert_eq "$(jqo '[.gpus[0].left_alone_holders[] | "\(.pid):\(.memory_mib)"] | join(",")')" "$theirs:512" "left alone"
+	assert_dead "$mine"
+	assert_alive "$theirs"
+}
+
+@test "amd-intel: an Intel client shared by a parent and its forked child counts once while polled; reclaim of both ends clean" {
+	start_holder xe --as train --client --open "$INTEL_RENDER" --fork-child
+	parent=$(rpid xe) child=$(rpid xe child)
+	fd=$(fd_of xe "$INTEL_RENDER")
+	# fork: the same drm_file, so the same client id and figures in both.
+	mkdrm fdinfo "$GS_HOST" "$parent" "$fd" xe "$INTEL_PCI" 95 --vram-mib 1024
+	mkdrm fdinfo "$GS_HOST" "$child" "$fd" xe "$INTEL_PCI" 95 --vram-mib 1024
+
+	run --separate-stderr gs reclaim -y -g 2 --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '[.plan.targets[].pid] | sort | join(",")')" "$(printf '%s\n' "$parent" "$child" | sort | paste -sd,)" "targets"
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 1024 0" "GPU 2: one client"
+	assert_dead "$parent" "$child"
+}
+
+@test "amd-intel: an Intel fd without usage stats leaves the memory unverified (exit 3), and says why" {
+	start_holder xe --as train --open "$INTEL_RENDER"
+	xe=$(rpid xe)
+	# No fixture: the fake node's real fdinfo has no drm- keys, as on a
+	# kernel or driver without usage stats.
+
+	run --separate-stderr gs status --json -g 2
+	assert_status 0
+	assert_eq "$(jqo '"\(.gpus[0].memory_used_mib) \(.gpus[0].memory_source)"')" "null null" "no figure"
+
+	run --separate-stderr gs reclaim -y -g 2
+	assert_status 3
+	assert_match "$output" "^Verdict: unverified" "verdict"
+	assert_match "$output" "^GPU 2: memory not verified: Intel's used memory is its clients' fdinfo, and a client there has no usage stats \\(holders only\\)\$" "reason"
+	assert_dead "$xe"
+}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "proc/drm_fdinfo.h"
+#include "proc/drm_fdwatch.h"
 #include "util/util.h"
 
 #define KiB 1024ULL
@@ -668,6 +669,81 @@ static void test_forked_worker_shares_client(void **state)
 	assert_int_equal(gs_drm_fdinfo_read(fx->proc_fd, fx->shadow_fd, child, fx->node_fd, fx->ino, &fi), -ENOENT);
 }
 
+/* The wait loop's poll of an Intel GPU re-reads the fds the last full scan
+ * saw, each against the inode the scan saw: a dup of the same client counts
+ * once; an fd number now naming another file, or closed, is dropped (its
+ * reference to the client is gone); an fd without usage stats keeps the
+ * figure unknown; another GPU's fds are not read. */
+static void test_fdwatch_rereads_and_drops(void **state)
+{
+	struct fixture *fx = *state;
+	struct gs_scan_result scan = { 0 };
+	struct gs_scan_proc proc = { .pid = getpid() };
+	struct gs_drm_fdwatch w = { 0 };
+	struct gs_drm_usage u;
+	struct gs_drm_totals t;
+	char path[128];
+	int dup_fd = dup(fx->node_fd), other_fd, a_fd;
+	struct stat st;
+
+	assert_true(dup_fd >= 0);
+	snprintf(path, sizeof(path), "%s/other", fx->dir);
+	other_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(other_fd >= 0);
+	assert_int_equal(fstat(other_fd, &st), 0);
+	/* The first fd of the client, kept apart from the fixture's own so
+	 * that closing it leaves the fixture intact. */
+	a_fd = dup(fx->node_fd);
+	assert_true(a_fd >= 0);
+	write_shadow(fx, proc.pid, a_fd, fx->ino, fx->mnt_id, xe_client);
+	write_shadow(fx, proc.pid, dup_fd, fx->ino, fx->mnt_id, xe_client);
+	assert_int_equal(gs_drm_usage_note_fd(&proc.drm, &(struct gs_drm_fdref){ proc.pid, a_fd, fx->ino, 0, false }), 0);
+	assert_int_equal(gs_drm_usage_note_fd(&proc.drm, &(struct gs_drm_fdref){ proc.pid, dup_fd, fx->ino, 0, false }),
+			 0);
+	/* GPU 1's fd: a plain file, no fixture: no usage stats. */
+	assert_int_equal(gs_drm_usage_note_fd(&proc.drm,
+					      &(struct gs_drm_fdref){ proc.pid, other_fd, st.st_ino, 1, true }), 0);
+	scan.procs = &proc;
+	scan.n_procs = 1;
+	assert_int_equal(gs_drm_fdwatch_set(&w, &scan), 0);
+	gs_drm_usage_free(&proc.drm);
+	assert_int_equal(gs_drm_fdwatch_count(&w, 0), 2);
+
+	assert_int_equal(gs_drm_fdwatch_usage(&w, fx->proc_fd, fx->shadow_fd, 0, &u), 0);
+	gs_drm_usage_totals(&u, NULL, &t);
+	assert_int_equal(t.n_clients, 1);
+	assert_int_equal(t.vram, 4 * MiB);
+	assert_int_equal(u.n_fds, 2);
+	assert_int_equal(u.n_no_stats, 0);
+	gs_drm_usage_free(&u);
+
+	/* The dup's number now names another file: not the same client. */
+	assert_true(dup2(other_fd, dup_fd) == dup_fd);
+	assert_int_equal(gs_drm_fdwatch_usage(&w, fx->proc_fd, fx->shadow_fd, 0, &u), 0);
+	assert_int_equal(u.n_fds, 1);
+	gs_drm_usage_free(&u);
+	assert_int_equal(gs_drm_fdwatch_count(&w, 0), 1);
+
+	/* Closed: the client is gone from the figure. */
+	close(a_fd);
+	assert_int_equal(gs_drm_fdwatch_usage(&w, fx->proc_fd, fx->shadow_fd, 0, &u), 0);
+	gs_drm_usage_totals(&u, NULL, &t);
+	assert_int_equal(t.n_clients, 0);
+	assert_int_equal(u.n_fds, 0);
+	gs_drm_usage_free(&u);
+	assert_int_equal(gs_drm_fdwatch_count(&w, 0), 0);
+
+	/* GPU 1: read only when asked, and without stats it stays listed. */
+	assert_int_equal(gs_drm_fdwatch_usage(&w, fx->proc_fd, fx->shadow_fd, 1, &u), 0);
+	assert_int_equal(u.n_no_stats, 1);
+	gs_drm_usage_free(&u);
+	assert_int_equal(gs_drm_fdwatch_count(&w, 1), 1);
+
+	gs_drm_fdwatch_free(&w);
+	close(dup_fd);
+	close(other_fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +761,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_real_fd_and_shadow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_shadow_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forked_worker_shares_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fdwatch_rereads_and_drops, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
