@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t own_interrupted;
@@ -30,6 +31,7 @@ const char *gs_restore_outcome_str(enum gs_restore_outcome o)
 	case GS_RESTORE_STARTED: return "started";
 	case GS_RESTORE_ALREADY_RUNNING: return "already-running";
 	case GS_RESTORE_NOT_RUNNING_BEFORE: return "not-running-before";
+	case GS_RESTORE_STOPPED_SINCE: return "stopped-since";
 	case GS_RESTORE_FAILED: return "failed";
 	}
 	return "unknown";
@@ -86,10 +88,13 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 	if (start) {
 		argv[n++] = "start";
 	} else {
+		/* The monotonic stamp: every systemd has it (--timestamp=unix
+		 * came with 248, and a CT may run an older one). */
 		argv[n++] = "show";
 		argv[n++] = "-p";
 		argv[n++] = "ActiveState";
-		argv[n++] = "--value";
+		argv[n++] = "-p";
+		argv[n++] = "InactiveEnterTimestampMonotonic";
 	}
 	/* A unit name never starts with '-' (stopped.c checks), but "--"
 	 * costs nothing. */
@@ -125,6 +130,36 @@ static void first_line(const char *text, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", nl ? (int)(nl - text) : (int)strlen(text), text);
 }
 
+/* systemctl show's "ActiveState=..." and "InactiveEnterTimestampMonotonic=
+ * USEC" lines. The monotonic stamp becomes unix time through the clocks
+ * now: the host's and its containers' CLOCK_MONOTONIC are one clock. */
+static void read_unit_show(struct gs_restore_item *it, char *text)
+{
+	char *save = NULL, *line;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '='), *end;
+		unsigned long long usec;
+
+		if (!eq)
+			continue;
+		*eq++ = '\0';
+		if (!strcmp(line, "ActiveState")) {
+			gs_strlcpy(it->state_now, eq, sizeof(it->state_now));
+		} else if (!strcmp(line, "InactiveEnterTimestampMonotonic")) {
+			struct timespec mono, real;
+
+			errno = 0;
+			usec = strtoull(eq, &end, 10);
+			if (errno || end == eq || usec == 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0 ||
+			    clock_gettime(CLOCK_REALTIME, &real) < 0)
+				continue;
+			it->inactive_since = (int64_t)real.tv_sec -
+					     ((int64_t)mono.tv_sec - (int64_t)(usec / 1000000ULL));
+		}
+	}
+}
+
 /* Is it running now? Fills state_now ("" when the manager could not say:
  * then restore tries the start, and the start says what is wrong). */
 static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeout_ms)
@@ -145,7 +180,7 @@ static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 			gs_strlcpy(it->state_now, !strcmp(v, "true") ? "running" : !strcmp(v, "false") ? "stopped" : "",
 				   sizeof(it->state_now));
 		else
-			gs_strlcpy(it->state_now, v, sizeof(it->state_now));
+			read_unit_show(it, v);
 	}
 	gs_run_result_free(&rr);
 }
@@ -174,6 +209,18 @@ static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
 		check_now(it, have_pct, timeout_ms);
 		if (running_state(it->state_now)) {
 			it->outcome = GS_RESTORE_ALREADY_RUNNING;
+			continue;
+		}
+		/* Went inactive after the reclaim's stop had ended: someone
+		 * started it and stopped it again since, and meant to. 5 s:
+		 * stopped_at is whole seconds, the monotonic conversion
+		 * another, and a clock step by NTP must not read as a stop. */
+		if (it->rec.kind == GS_STOPPED_UNIT && it->inactive_since && it->rec.stopped_at &&
+		    it->inactive_since > it->rec.stopped_at + 5) {
+			it->outcome = GS_RESTORE_STOPPED_SINCE;
+			snprintf(it->error, sizeof(it->error),
+				 "started and stopped again since the reclaim (inactive %lld s after it stopped it): not started",
+				 (long long)(it->inactive_since - it->rec.stopped_at));
 			continue;
 		}
 		it->will_start = true;
@@ -258,7 +305,8 @@ static void conclude(struct gs_restore *rs, enum gs_verdict v)
 		case GS_RESTORE_ALREADY_RUNNING: running++; break;
 		case GS_RESTORE_FAILED: failed++; break;
 		case GS_RESTORE_PENDING: pending += rs->items[i].will_start; break;
-		case GS_RESTORE_NOT_RUNNING_BEFORE: break;
+		case GS_RESTORE_NOT_RUNNING_BEFORE:
+		case GS_RESTORE_STOPPED_SINCE: break;
 		}
 	switch (v) {
 	case GS_VERDICT_NOTHING_TO_RESTORE:

@@ -29,6 +29,10 @@ enum gs_restore_outcome {
 	GS_RESTORE_STARTED,
 	GS_RESTORE_ALREADY_RUNNING, /* running again before restore: not started twice */
 	GS_RESTORE_NOT_RUNNING_BEFORE, /* was not running before the reclaim: left as it is */
+	/* Started and stopped again by someone else after the reclaim (the
+	 * unit went inactive after the record's stop): their decision, left
+	 * as it is. */
+	GS_RESTORE_STOPPED_SINCE,
 	GS_RESTORE_FAILED,          /* the start failed (error says why); record kept */
 };
 
@@ -37,6 +41,8 @@ struct gs_restore_item {
 	enum gs_restore_outcome outcome;
 	bool will_start;            /* after the check: what restore starts */
 	char state_now[32];         /* ActiveState or the runtime's, "" unknown */
+	/* A unit's last entry into inactive/failed, unix seconds (0 unknown). */
+	int64_t inactive_since;
 	char command[768];          /* the start command, "" when not run */
 	int exit_code;              /* of the start command; -1 not run, timed out */
 	char error[512];
@@ -93,7 +99,8 @@ int gs_restore_run(const struct gs_request *req, const struct gs_restore_opts *o
 		   struct gs_restore *rs);
 void gs_restore_free(struct gs_restore *rs);
 
-/* "pending", "started", "already-running", "not-running-before", "failed". */
+/* "pending", "started", "already-running", "not-running-before",
+ * "stopped-since", "failed". */
 const char *gs_restore_outcome_str(enum gs_restore_outcome o);
 
 #endif

@@ -46,7 +46,7 @@ void gs_print_restore_plan(FILE *f, const struct gs_restore *rs)
 			fprintf(f, " (%s)", GS_SAFE(it->rec.reason));
 		if (it->outcome == GS_RESTORE_ALREADY_RUNNING)
 			fprintf(f, ": %s again, not started twice", GS_SAFE(it->state_now));
-		else if (it->outcome == GS_RESTORE_NOT_RUNNING_BEFORE)
+		else if (it->outcome == GS_RESTORE_NOT_RUNNING_BEFORE || it->outcome == GS_RESTORE_STOPPED_SINCE)
 			fprintf(f, ": %s", GS_SAFE(it->error));
 		fputc('\n', f);
 	}

@@ -261,3 +261,32 @@ trainer_back() {
 	fi
 	assert_match "$stderr" "^  restored +nothing$" "summary"
 }
+
+@test "a unit started and stopped again by someone else after the reclaim is theirs: not started, record dropped" {
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096
+	first=$UNIT_MAIN
+	# Wanted by another unit, as an enabled service is by its target: a
+	# stopped unit nothing refers to is unloaded, and forgets its times.
+	world_unit --unit-set "Wants=trainer.service" keeper -- sleep 600
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+	run --separate-stderr gs reclaim -y -g 0 --json
+	assert_status 0
+	assert_dead "$first"
+	unit_inactive trainer.service
+	stopped=$(stopped_json '.stopped[0].stopped_at')
+	# The operator starts it, then stops it on purpose, later than the
+	# reclaim's stop (the check allows 5 s for clocks).
+	wait_for 15 eval '[ "$(date +%s)" -gt "$((stopped + 6))" ]'
+	sd start trainer.service
+	track "$(main_pid trainer.service)"
+	sd stop trainer.service
+	unit_inactive trainer.service
+
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo '.items[0] | "\(.outcome) \(.will_start) \(.command)"')" "stopped-since false null" "item"
+	assert_match "$(jqo '.items[0].error')" "started and stopped again since the reclaim" "why"
+	unit_inactive trainer.service
+	[ ! -e "$(stopped_file)" ] || { echo "record kept: $(cat "$(stopped_file)")" >&2; return 1; }
+}
