@@ -306,3 +306,25 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$(jqo .run.started)" false "run.started"
 	assert_eq "$(jqo '.run.command | join(" ")')" "touch $BATS_TEST_TMPDIR/ran" "run.command"
 }
+
+@test "run: a process that held a selected GPU without memory as COMMAND started, then allocates, is an intruder" {
+	local d=$BATS_TEST_TMPDIR
+	# A client of GPU 0 (the device open, no context: a launcher that
+	# checked the GPU), left alone by the reclaim; once go appears it
+	# becomes a compute holder of GPU 0 under the same PID (exec).
+	launch early bash -c "exec 3<'$GPUSLATE_DEV_ROOT/nvidia0' 4<'$GPUSLATE_DEV_ROOT/nvidiactl'
+		echo pid=\$\$ >'$d/early.ready'
+		while [ ! -e '$d/early.go' ]; do sleep 0.05; done
+		exec 3<&- 4<&-
+		exec '$GS_HOLDER' --gpu 0 --mib 512 --ready-file '$d/early.compute'"
+	e=$(rpid early)
+	bg job gs run -y -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	touch "$d/early.go"
+	wait_for 10 test -s "$d/early.compute"
+	assert_eq "$(ready_values "$d/early.compute" pid)" "$e" "the same process"
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $e (gs-holder)"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+}
