@@ -259,6 +259,21 @@ static void track_tree(struct watch *w, const struct gs_ptable *pt)
 	}
 }
 
+/* Did the reclaim's plan leave this process (same start time) alone? */
+static bool left_by_reclaim(const struct gs_plan *p, const struct gs_snapshot *before, pid_t pid, uint64_t starttime)
+{
+	for (size_t i = 0; i < p->n_left; i++) {
+		const struct gs_leftalone *l = &p->left[i];
+		const struct gs_holder *h = l->holder >= 0 && (size_t)l->holder < before->n_holders
+						    ? &before->holders[l->holder]
+						    : NULL;
+
+		if (l->pid == pid && h && h->info_ok && h->info.st.starttime == starttime)
+			return true;
+	}
+	return false;
+}
+
 static int scan(struct watch *w, bool first)
 {
 	struct gs_reclaim *rc = w->rc;
@@ -278,11 +293,20 @@ static int scan(struct watch *w, bool first)
 	if (r < 0)
 		goto out;
 	if (first) {
-		/* What holds the GPUs as COMMAND starts was there before it:
-		 * what the reclaim left alone. */
-		for (size_t i = 0; i < s.n_holders; i++)
-			if (s.holders[i].info_ok)
-				(void)gs_pidset_add(&w->known, s.holders[i].pid, s.holders[i].info.st.starttime);
+		/* A compute holder of a selected GPU as COMMAND starts is known
+		 * only when the reclaim's plan left it alone (its verdict counted
+		 * it); one that came after the plan is an intruder. Anything else
+		 * (a client, a holder of another GPU) is judged by what it holds
+		 * later: a client that allocates is a new holder all the same. */
+		struct gs_pidset none = { 0 };
+
+		for (size_t i = 0; i < s.n_holders; i++) {
+			const struct gs_holder *h = &s.holders[i];
+
+			if (gs_runjob_is_intruder(h, &sel, &pt, w->self, 0, &none, &none) &&
+			    left_by_reclaim(&rc->plan, &rc->s, h->pid, h->info.st.starttime))
+				(void)gs_pidset_add(&w->known, h->pid, h->info.st.starttime);
+		}
 		goto out;
 	}
 	track_tree(w, &pt);
