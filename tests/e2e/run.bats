@@ -328,3 +328,23 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	bg_wait job
 	assert_eq "$BG_STATUS" 9 "exit status"
 }
+
+@test "run: SIGTERM to gpuslate while --guard waits out an intruder's grace reaches COMMAND at once; the intruder is not escalated" {
+	local d=$BATS_TEST_TMPDIR
+	bg job env --default-signal=INT "$GPUSLATE_BIN" run -y --guard --grace 60 -- bash -c \
+		"trap 'echo TERM >\"$d/got\"; exit 42' TERM; echo pid=\$\$ >'$d/j.started'; while :; do sleep 0.05; done"
+	g=$BG_PID
+	wait_for 10 job_started j
+	# Its SIGTERM handler carries on: only the end of --grace would end it.
+	start_holder intruder --gpu 0 --mib 256 --ignore-term
+	i=$(rpid intruder)
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $i "
+	kill -TERM "$g"
+	# Far below the 60 s grace: passed on as soon as it came.
+	wait_for 10 test -s "$d/got"
+	bg_wait job 10
+	assert_eq "$BG_STATUS" 42 "exit status (COMMAND's)"
+	assert_alive "$i"
+	assert_match "$BG_ERR" "intruder PID $i \(gs-holder\): not stopped: interrupted" "the guard's outcome"
+	assert_match "$BG_ERR" "^  signals +SIGTERM passed on to COMMAND \(1\)$" "summary"
+}
