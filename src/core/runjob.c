@@ -27,6 +27,9 @@ static const int forwarded_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 /* Per signal: sent to gpuslate by a process (kill), or by the kernel (a
  * terminal's Ctrl-C or hangup, which the whole foreground group gets). */
 static volatile sig_atomic_t pending_user[3], pending_kernel[3];
+/* Any of them during a --guard stop: it stops escalating (as reclaim's
+ * stop on Ctrl-C) and the signal goes on to COMMAND at once. */
+static volatile sig_atomic_t guard_interrupted;
 
 /* The dispositions gpuslate was started with (gs_runjob_save_dispositions):
  * COMMAND gets them back, so `nohup gpuslate run -- job` keeps the job's
@@ -62,6 +65,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		pending_kernel[i] = 1;
 	else
 		pending_user[i] = 1;
+	guard_interrupted = 1;
 }
 
 bool gs_pidset_has(const struct gs_pidset *s, pid_t pid, uint64_t starttime)
@@ -134,6 +138,8 @@ struct watch {
 	struct gs_runjob *job;
 	pid_t self, child;
 	uint64_t t0_ms;
+	/* The mask inside the wait: the forwarded signals open. */
+	sigset_t waitmask;
 	struct gs_pidset known, tree;
 };
 
@@ -210,10 +216,19 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			.kill_wait_ms = 5000,
 			.unit_timeout_ms = w->req->grace_ms + 90000,
 			.root = gs_discover_root(&rc->d),
+			.interrupted = &guard_interrupted,
 		};
+		sigset_t held;
 
 		memset(&res, 0, sizeof(res));
+		/* The stop may wait --grace: a signal for COMMAND must not
+		 * wait with it. Open here, it ends the stop's escalation (one
+		 * already pending is delivered at once); the caller passes it
+		 * on. */
+		guard_interrupted = 0;
+		sigprocmask(SIG_SETMASK, &w->waitmask, &held);
 		r = gs_stop_run(&plan, gs_discover_proc_fd(&rc->d), &so, &res);
+		sigprocmask(SIG_SETMASK, &held, NULL);
 		for (size_t i = first; i < first + n; i++) {
 			struct gs_intruder *in = &w->job->intruders[i];
 			bool found = false;
@@ -435,6 +450,7 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	waitmask = old;
 	for (int i = 0; i < 3; i++)
 		sigdelset(&waitmask, forwarded_signals[i]);
+	w.waitmask = waitmask;
 	/* A Ctrl-C or SIGTERM after the reclaim's verdict and before these
 	 * handlers: whoever sent it did not want COMMAND started. */
 	if (gs_reclaim_was_interrupted()) {
@@ -483,6 +499,9 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 			if (r < 0)
 				job->watch_error = r;
 			next_scan = gs_now_ms() + GS_RUN_SCAN_MS;
+			/* One that came during a --guard stop: now, not after
+			 * the next wait. */
+			forward(job, pidfd, w.child);
 		}
 	}
 	if (si.si_code == CLD_EXITED) {
