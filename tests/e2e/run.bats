@@ -348,3 +348,33 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_match "$BG_ERR" "intruder PID $i \(gs-holder\): not stopped: interrupted" "the guard's outcome"
 	assert_match "$BG_ERR" "^  signals +SIGTERM passed on to COMMAND \(1\)$" "summary"
 }
+
+@test "run --guard: an intruder that is its unit's main process is not signalled while the unit holds a process the guard leaves alone" {
+	local d=$BATS_TEST_TMPDIR
+	world_systemd_start
+	# The reclaim's target.
+	start_holder victim --gpu 0 --mib 512 --note victim
+	# svc.service: its main process starts a holder of GPU 0 that --match
+	# leaves alone (a context, no memory yet: the reclaim is clean beside it);
+	# once go appears the main process becomes a holder of GPU 0 itself.
+	world_unit svc -- bash -c "'$GS_HOLDER' --gpu 0 --mib 0 --note keep --ready-file '$d/keep.ready' & \
+		while [ ! -e '$d/svc.go' ]; do sleep 0.05; done; \
+		exec '$GS_HOLDER' --gpu 0 --mib 256 --ready-file '$d/svc.ready'"
+	main=$UNIT_MAIN
+	wait_for 10 test -s "$d/keep.ready"
+	keep=$(rpid keep)
+	track "$keep"
+	bg job gs run -y --guard --match victim -- bash -c "$(job_script j)"
+	wait_for 20 job_started j
+	assert_dead "$(rpid victim)"
+	touch "$d/svc.go"
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $main "
+	wait_for 10 file_has "$d/job.err" "intruder PID $main (gs-holder): "
+	# Its end would make systemd stop svc.service, keep and all.
+	assert_match "$(cat "$d/job.err")" "intruder PID $main \(gs-holder\): not stopped" "the guard's outcome"
+	assert_alive "$main" "$keep"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$keep"
+}
