@@ -164,12 +164,32 @@ static void fill_intruder(struct gs_intruder *in, const struct gs_snapshot *s, c
 	snprintf(in->outcome, sizeof(in->outcome), "left running");
 }
 
+/* The intruders one guard round acts on, for the plan's selectable(). */
+struct guard_round {
+	const struct gs_intruder *v;
+	size_t n;
+};
+
+static bool guard_selects(void *ud, pid_t pid, uint64_t starttime)
+{
+	const struct guard_round *g = ud;
+
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].pid == pid && g->v[i].starttime == starttime)
+			return true;
+	return false;
+}
+
 /* --guard: the plan reclaim would make for these GPUs, without reclaim's
- * filters (an intruder is whoever it is), carried out for the new
- * intruders (and what the plan takes with them: their descendants and
- * group members) only. Everything the plan leaves alone stays alone. */
+ * filters (an intruder is whoever it is) but selecting the new intruders
+ * only, so that every other holder is left alone as the plan's rules
+ * know it (its unit is not stopped, nor its unit's main process
+ * signalled); carried out for the intruders and what the plan takes with
+ * them (their descendants and group members). Everything the plan leaves
+ * alone stays alone. */
 static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_ptable *pt, size_t first, size_t n)
 {
+	struct guard_round round = { .v = &w->job->intruders[first], .n = n };
 	struct gs_reclaim *rc = w->rc;
 	struct gs_selection gsel = rc->sel;
 	struct gs_plan plan;
@@ -180,6 +200,8 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 
 	memset(&gsel.filters, 0, sizeof(gsel.filters));
 	gsel.targeted = NULL;
+	gsel.selectable = guard_selects;
+	gsel.selectable_ud = &round;
 	r = gs_plan_build(s, pt, &gsel, w->self, &rc->d.self_owner, &plan, err, sizeof(err));
 	if (r < 0) {
 		for (size_t i = first; i < first + n; i++)
