@@ -378,3 +378,17 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$BG_STATUS" 9 "exit status"
 	assert_alive "$keep"
 }
+
+@test "run --json: a COMMAND that cannot be executed has no PID, and the man page names the restore key --json prints" {
+	run -127 --separate-stderr gs run -y --json -- /nonexistent/command
+	assert_status 127
+	assert_eq "$(jqo '.run.started')" false "run.started"
+	assert_eq "$(jqo '.run.exit_status')" 127 "run.exit_status"
+	assert_eq "$(jqo '.run.pid')" null "run.pid"
+	run --separate-stderr gs run -y --json --restore -- true
+	assert_status 0
+	assert_eq "$(jqo '.run.restore.verdict')" nothing-to-restore "run.restore"
+	# What --restore's entry in the man page sends a script to.
+	local man=$BATS_TEST_DIRNAME/../../man/gpuslate.1.scd
+	assert_match "$(sed -n '/^\*--restore\*$/,/^$/p' "$man")" "JSON \*run\.restore\*" "the man page's --restore"
+}
