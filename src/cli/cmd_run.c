@@ -61,7 +61,8 @@ static json_t *json_run(const struct gs_request *req, const struct gs_runjob *jo
 	json_object_set_new(run, "command", argv);
 	json_object_set_new(run, "started", json_boolean(ran && job->started && !job->exec_errno));
 	json_object_set_new(run, "started_unix_ms", ran ? json_integer((json_int_t)job->started_unix_ms) : json_null());
-	json_object_set_new(run, "pid", ran ? json_integer(job->pid) : json_null());
+	/* No process when the exec failed (it is reaped, its PID not ours). */
+	json_object_set_new(run, "pid", ran && job->pid > 0 ? json_integer(job->pid) : json_null());
 	json_object_set_new(run, "exit_status", ran && !job->term_signal ? json_integer(job->exit_code) : json_null());
 	json_object_set_new(run, "signal", ran && job->term_signal ? json_integer(job->term_signal) : json_null());
 	json_object_set_new(run, "run_ms", ran ? json_integer((json_int_t)job->run_ms) : json_null());
