@@ -392,3 +392,17 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	local man=$BATS_TEST_DIRNAME/../../man/gpuslate.1.scd
 	assert_match "$(sed -n '/^\*--restore\*$/,/^$/p' "$man")" "JSON \*run\.restore\*" "the man page's --restore"
 }
+
+@test "run: an intruder that NVML lists with memory but that maps only the control node is reported" {
+	bg job gs run -y -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	# nvidiactl open and mapped, no /dev/nvidia0: the fd scan cannot tie
+	# it to GPU 0, NVML lists it there with 512 MiB.
+	start_holder intruder --gpu 0 --mib 512 --ctl-only
+	i=$(rpid intruder)
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/job.err" "intruder on GPU 0: PID $i (gs-holder) of $(id -un), 512 MiB"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$i"
+}
