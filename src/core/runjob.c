@@ -110,6 +110,15 @@ static bool ours(const struct gs_ptable *pt, pid_t self, pid_t child, const stru
 	       gs_ptable_is_ancestor(pt, self, pid);
 }
 
+/* NVML lists it with memory on a selected GPU while it has the driver
+ * open, but the fd scan cannot tie it to that GPU (only the control node
+ * mapped): the memory is taken all the same. Reported; the guard's plan
+ * leaves it alone, as reclaim's would (NVML's word alone stops nothing). */
+static bool nvml_only_holder(const struct gs_holder *h, const struct gs_gpuset *sel)
+{
+	return h->n_fds > 0 && h->mem_known && h->mem_used > 0 && gs_gpuset_intersects(&h->nvml_unconfirmed, sel);
+}
+
 bool gs_runjob_is_intruder(const struct gs_holder *h, const struct gs_gpuset *sel, const struct gs_ptable *pt,
 			   pid_t self, pid_t child, const struct gs_pidset *known, const struct gs_pidset *tree)
 {
@@ -117,9 +126,9 @@ bool gs_runjob_is_intruder(const struct gs_holder *h, const struct gs_gpuset *se
 
 	/* Clients (monitors, nvidia-smi) hold no memory and protected daemons
 	 * are never stopped: neither takes the GPU from COMMAND. */
-	if (!h->alive || !h->info_ok || h->role != GS_ROLE_COMPUTE)
+	if (!h->alive || !h->info_ok || h->role == GS_ROLE_PROTECTED)
 		return false;
-	if (!gs_gpuset_intersects(&h->gpus, sel))
+	if (!(h->role == GS_ROLE_COMPUTE && gs_gpuset_intersects(&h->gpus, sel)) && !nvml_only_holder(h, sel))
 		return false;
 	st = gs_ptable_find(pt, h->pid);
 	/* Gone from the table read after the snapshot, or a new process under
@@ -154,7 +163,8 @@ static void fill_intruder(struct gs_intruder *in, const struct gs_snapshot *s, c
 	snprintf(in->comm, sizeof(in->comm), "%s", h->info.name);
 	snprintf(in->cmdline, sizeof(in->cmdline), "%.255s", h->info.cmdline);
 	for (size_t g = 0; g < s->n_gpus; g++)
-		if (gs_gpuset_has(&h->gpus, (unsigned)g) && gs_gpuset_has(sel, (unsigned)g)) {
+		if ((gs_gpuset_has(&h->gpus, (unsigned)g) || gs_gpuset_has(&h->nvml_unconfirmed, (unsigned)g)) &&
+		    gs_gpuset_has(sel, (unsigned)g)) {
 			in->gpu = s->gpus[g].index;
 			break;
 		}

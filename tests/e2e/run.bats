@@ -405,4 +405,17 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	bg_wait job
 	assert_eq "$BG_STATUS" 9 "exit status"
 	assert_alive "$i"
+	kill "$i"
+	wait_for 10 dead "$i"
+	# --guard: NVML's word alone stops nothing, as in reclaim's plan.
+	rm -f "$BATS_TEST_TMPDIR/j.started" "$BATS_TEST_TMPDIR/j.go"
+	bg job gs run -y --guard -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	start_holder intruder2 --gpu 0 --mib 512 --ctl-only
+	i=$(rpid intruder2)
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/job.err" "intruder PID $i (gs-holder): not stopped: the plan leaves it alone"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$i"
 }
