@@ -419,3 +419,20 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$BG_STATUS" 9 "exit status"
 	assert_alive "$i"
 }
+
+# zombies_of PID: how many zombie children PID has.
+zombies_of() { ps -o stat= --ppid "$1" | grep -c '^Z' || true; }
+no_zombies_of() { [ "$(zombies_of "$1")" = 0 ]; }
+
+@test "run: COMMAND's short-lived double-forked processes are reaped while it runs (gpuslate is their subreaper)" {
+	local d=$BATS_TEST_TMPDIR
+	# Twenty ( cmd & ) that end at once: orphans handed to gpuslate that
+	# die before any scan sees them.
+	bg job "$GPUSLATE_BIN" run -y -- bash -c "for i in \$(seq 20); do ( true & ); done; $(job_script j)"
+	g=$BG_PID
+	wait_for 10 job_started j
+	wait_for 10 no_zombies_of "$g"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 0 "exit status"
+}
