@@ -146,6 +146,7 @@ struct watch {
 	const struct gs_runjob_hooks *hooks;
 	struct gs_runjob *job;
 	pid_t self, child;
+	uint64_t child_start;     /* COMMAND's start time, once a table showed it */
 	uint64_t t0_ms;
 	/* The mask inside the wait: the forwarded signals open. */
 	sigset_t waitmask;
@@ -291,17 +292,24 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			w->hooks->guarded(w->hooks->ud, &w->job->intruders[i]);
 }
 
-/* Grow the tree with what is below COMMAND now, and reap the tree's
- * orphans that died after being handed to us as subreaper. */
+/* Grow the tree with what is below COMMAND now, and reap the orphans
+ * handed to us as subreaper that died: the tree's, and any child younger
+ * than COMMAND (one that ended before a scan saw it in the tree). Our own
+ * helpers are older (the NVML helper) or waited for where they run. */
 static void track_tree(struct watch *w, const struct gs_ptable *pt)
 {
+	const struct gs_pidstat *c = gs_ptable_find(pt, w->child);
+
+	if (!w->child_start && c)
+		w->child_start = c->starttime;
 	for (size_t i = 0; i < pt->n; i++) {
 		const struct gs_pidstat *p = &pt->procs[i];
 
 		if (gs_ptable_is_ancestor(pt, w->child, p->pid))
 			(void)gs_pidset_add(&w->tree, p->pid, p->starttime);
 		if (p->ppid == w->self && p->pid != w->child && p->state == 'Z' &&
-		    gs_pidset_has(&w->tree, p->pid, p->starttime))
+		    (gs_pidset_has(&w->tree, p->pid, p->starttime) ||
+		     (w->child_start && p->starttime >= w->child_start)))
 			(void)waitpid(p->pid, NULL, WNOHANG);
 	}
 }
