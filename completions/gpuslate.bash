@@ -37,6 +37,7 @@ _gpuslate_cmd_opts()
 		echo "--json -q --quiet -v --verbose -w --hosts -x --exclude -f --fanout
 			--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
 			-h --help -V --version -y --yes -n --dry-run --timeout"
+		;;
 	run)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
