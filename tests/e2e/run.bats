@@ -436,3 +436,22 @@ no_zombies_of() { [ "$(zombies_of "$1")" = 0 ]; }
 	bg_wait job
 	assert_eq "$BG_STATUS" 0 "exit status"
 }
+
+@test "run: when NVML fails while COMMAND runs, the watch is blind: COMMAND's 0 is not passed on as clean, and --json says why" {
+	bg job gs run -y --json -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	echo "fail nvmlDeviceGetComputeRunningProcesses_v3 999" >"$FAKE_NVML_STATE/inject"
+	# A holder the fd scan alone would see: the scans fail before it.
+	start_holder intruder --gpu 0 --mib 512
+	# Nothing outside gpuslate shows a scan that failed: three scan periods.
+	sleep 1.5
+	job_go j 0
+	bg_wait job
+	rm -f "$FAKE_NVML_STATE/inject"
+	assert_eq "$BG_STATUS" 3 "exit status (NVML failed: the GPUs were not watched)"
+	assert_match "$BG_ERR" "^  watch +incomplete: " "summary"
+	output=$BG_OUT
+	assert_eq "$(jqo '.exit_status')" 3 "exit_status"
+	assert_eq "$(jqo '.run.exit_status')" 0 "run.exit_status (COMMAND's own)"
+	assert_eq "$(jqo '.run.watch_error | type')" string "run.watch_error"
+}
