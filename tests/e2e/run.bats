@@ -443,8 +443,9 @@ no_zombies_of() { [ "$(zombies_of "$1")" = 0 ]; }
 	echo "fail nvmlDeviceGetComputeRunningProcesses_v3 999" >"$FAKE_NVML_STATE/inject"
 	# A holder the fd scan alone would see: the scans fail before it.
 	start_holder intruder --gpu 0 --mib 512
-	# Nothing outside gpuslate shows a scan that failed: three scan periods.
-	sleep 1.5
+	# Nothing outside gpuslate shows that a scan failed (the summary
+	# comes at the end): six scan periods, room for a loaded machine.
+	sleep 3
 	job_go j 0
 	bg_wait job
 	rm -f "$FAKE_NVML_STATE/inject"
