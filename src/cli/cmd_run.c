@@ -61,7 +61,8 @@ static json_t *json_run(const struct gs_request *req, const struct gs_runjob *jo
 	json_object_set_new(run, "command", argv);
 	json_object_set_new(run, "started", json_boolean(ran && job->started && !job->exec_errno));
 	json_object_set_new(run, "started_unix_ms", ran ? json_integer((json_int_t)job->started_unix_ms) : json_null());
-	json_object_set_new(run, "pid", ran ? json_integer(job->pid) : json_null());
+	/* No process when the exec failed (it is reaped, its PID not ours). */
+	json_object_set_new(run, "pid", ran && job->pid > 0 ? json_integer(job->pid) : json_null());
 	json_object_set_new(run, "exit_status", ran && !job->term_signal ? json_integer(job->exit_code) : json_null());
 	json_object_set_new(run, "signal", ran && job->term_signal ? json_integer(job->term_signal) : json_null());
 	json_object_set_new(run, "run_ms", ran ? json_integer((json_int_t)job->run_ms) : json_null());
@@ -82,6 +83,8 @@ static json_t *json_run(const struct gs_request *req, const struct gs_runjob *jo
 		json_array_append_new(ins, o);
 	}
 	json_object_set_new(run, "intruders", ins);
+	json_object_set_new(run, "watch_error",
+			    ran && job->watch_error ? json_string(strerror(-job->watch_error)) : json_null());
 	{
 		json_t *sigs = json_array();
 
@@ -155,6 +158,7 @@ static void summary(const struct gs_request *req, const struct gs_reclaim_report
 		job->exit_code || job->term_signal || job->exec_errno ? ""
 		: status == GS_EXIT_INTRUDER			       ? " (an intruder was seen)"
 		: status == GS_EXIT_NOT_RESTORED		       ? " (the restore could not start everything)"
+		: job->watch_error				       ? " (the GPUs could not be watched throughout)"
 								       : "");
 }
 
@@ -228,6 +232,10 @@ int gs_cmd_run(const struct gs_request *cli)
 		status = job.status;
 		if (status == 0 && job.n_intruders)
 			status = GS_EXIT_INTRUDER;
+		/* A scan that failed left the GPUs unwatched for a while: COMMAND's
+		 * 0 cannot say it ran on clean GPUs (3, or 1 out of memory). */
+		else if (status == 0 && job.watch_error)
+			status = (int)gs_exit_of_error(job.watch_error, GS_EXIT_DRIVER);
 		if (req.restore) {
 			/* Only what this reclaim stopped (its records), under
 			 * the lock run still holds; -y: asking was the run's. */

@@ -113,6 +113,12 @@ static bool holds_outside(const struct gs_holder *h, const struct gs_gpuset *sel
 	return gs_set256_outside(h->gpus.bits, sel->bits) || gs_set256_outside(h->nvml_gpus.bits, sel->bits);
 }
 
+/* The caller's own limit on what may be a target (gs_selection.selectable). */
+static bool selectable(const struct gs_selection *sel, const struct gs_holder *h)
+{
+	return !sel->selectable || sel->selectable(sel->selectable_ud, h->pid, h->info.st.starttime);
+}
+
 /* Safety rules that no selection overrides. Returns true and sets *why when
  * the process must be left alone. */
 static bool never_touch(const struct gs_pidstat *st, const struct gs_ptable *pt, pid_t self, enum gs_leave *why)
@@ -415,7 +421,7 @@ static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const 
 			r = add_left(p, h, (int)i,
 				     gs_gpuset_intersects(&h->nvml_unconfirmed, &p->gpus) ? GS_LEAVE_NO_CONTEXT
 											: GS_LEAVE_CLIENT);
-		} else if (!passes_filters(h, f)) {
+		} else if (!passes_filters(h, f) || !selectable(sel, h)) {
 			r = add_left(p, h, (int)i, GS_LEAVE_NOT_SELECTED);
 		} else {
 			r = add_target(p, s, st, (int)i, GS_WHY_HOLDER, 0);
@@ -430,7 +436,8 @@ static int select_holders(struct gs_plan *p, const struct gs_snapshot *s, const 
  * whatever their role or filters, but never past the safety rules or a
  * protected name, and never one that also holds a GPU outside the
  * selection: that one is not ours to take by association. */
-static int adopt_descendants(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt)
+static int adopt_descendants(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+			     const struct gs_selection *sel)
 {
 	bool changed;
 
@@ -445,7 +452,7 @@ static int adopt_descendants(struct gs_plan *p, const struct gs_snapshot *s, con
 			if (l->why != GS_LEAVE_CLIENT && l->why != GS_LEAVE_NOT_SELECTED && l->why != GS_LEAVE_NO_CONTEXT)
 				continue;
 			h = &s->holders[l->holder];
-			if (!has_target_ancestor(p, pt, h->pid, &anc))
+			if (!selectable(sel, h) || !has_target_ancestor(p, pt, h->pid, &anc))
 				continue;
 			if (holds_outside(h, &p->gpus)) {
 				l->why = GS_LEAVE_OTHER_GPU;
@@ -503,7 +510,7 @@ static int take_member(struct gs_plan *p, const struct gs_snapshot *s, const str
 	 * the same process. */
 	if (h && (!h->info_ok || h->info.st.starttime != st->starttime))
 		return 0;
-	if (h ? h->role == GS_ROLE_PROTECTED : gs_is_protected_name(st->comm, NULL))
+	if (h ? h->role == GS_ROLE_PROTECTED || !selectable(sel, h) : gs_is_protected_name(st->comm, NULL))
 		return 0;
 	if (h && holds_outside(h, &p->gpus)) {
 		r = leave_for_other_gpu(p, h, hidx);
@@ -787,7 +794,7 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 		return r;
 	r = select_holders(p, s, pt, sel, &f, self);
 	if (r == 0)
-		r = adopt_descendants(p, s, pt);
+		r = adopt_descendants(p, s, pt, sel);
 	if (r == 0)
 		r = choose_unit_stops(p, s, sel, self_owner);
 	/* The guards see the unit stops chosen; a unit stop they made unsafe

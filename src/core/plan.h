@@ -117,6 +117,13 @@ struct gs_selection {
 	 * way. */
 	int (*unit_main_pid)(void *ud, const struct gs_owner *o, pid_t *ret);
 	void *unit_main_pid_ud;
+	/* When set, a holder it says no to is left alone as not selected and
+	 * never taken by association (as a target's descendant or group
+	 * member): run --guard acts on the new intruders only, and the rules
+	 * that protect what is left alone (unit-main, namespace init,
+	 * contained unit stops) then see every other holder. NULL: any. */
+	bool (*selectable)(void *ud, pid_t pid, uint64_t starttime);
+	void *selectable_ud;
 };
 
 /* Memory a process left alone holds on a selected GPU (NVML's figure). */

@@ -27,6 +27,9 @@ static const int forwarded_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 /* Per signal: sent to gpuslate by a process (kill), or by the kernel (a
  * terminal's Ctrl-C or hangup, which the whole foreground group gets). */
 static volatile sig_atomic_t pending_user[3], pending_kernel[3];
+/* Any of them during a --guard stop: it stops escalating (as reclaim's
+ * stop on Ctrl-C) and the signal goes on to COMMAND at once. */
+static volatile sig_atomic_t guard_interrupted;
 
 /* The dispositions gpuslate was started with (gs_runjob_save_dispositions):
  * COMMAND gets them back, so `nohup gpuslate run -- job` keeps the job's
@@ -62,6 +65,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		pending_kernel[i] = 1;
 	else
 		pending_user[i] = 1;
+	guard_interrupted = 1;
 }
 
 bool gs_pidset_has(const struct gs_pidset *s, pid_t pid, uint64_t starttime)
@@ -106,6 +110,15 @@ static bool ours(const struct gs_ptable *pt, pid_t self, pid_t child, const stru
 	       gs_ptable_is_ancestor(pt, self, pid);
 }
 
+/* NVML lists it with memory on a selected GPU while it has the driver
+ * open, but the fd scan cannot tie it to that GPU (only the control node
+ * mapped): the memory is taken all the same. Reported; the guard's plan
+ * leaves it alone, as reclaim's would (NVML's word alone stops nothing). */
+static bool nvml_only_holder(const struct gs_holder *h, const struct gs_gpuset *sel)
+{
+	return h->n_fds > 0 && h->mem_known && h->mem_used > 0 && gs_gpuset_intersects(&h->nvml_unconfirmed, sel);
+}
+
 bool gs_runjob_is_intruder(const struct gs_holder *h, const struct gs_gpuset *sel, const struct gs_ptable *pt,
 			   pid_t self, pid_t child, const struct gs_pidset *known, const struct gs_pidset *tree)
 {
@@ -113,9 +126,9 @@ bool gs_runjob_is_intruder(const struct gs_holder *h, const struct gs_gpuset *se
 
 	/* Clients (monitors, nvidia-smi) hold no memory and protected daemons
 	 * are never stopped: neither takes the GPU from COMMAND. */
-	if (!h->alive || !h->info_ok || h->role != GS_ROLE_COMPUTE)
+	if (!h->alive || !h->info_ok || h->role == GS_ROLE_PROTECTED)
 		return false;
-	if (!gs_gpuset_intersects(&h->gpus, sel))
+	if (!(h->role == GS_ROLE_COMPUTE && gs_gpuset_intersects(&h->gpus, sel)) && !nvml_only_holder(h, sel))
 		return false;
 	st = gs_ptable_find(pt, h->pid);
 	/* Gone from the table read after the snapshot, or a new process under
@@ -133,7 +146,10 @@ struct watch {
 	const struct gs_runjob_hooks *hooks;
 	struct gs_runjob *job;
 	pid_t self, child;
+	uint64_t child_start;     /* COMMAND's start time, once a table showed it */
 	uint64_t t0_ms;
+	/* The mask inside the wait: the forwarded signals open. */
+	sigset_t waitmask;
 	struct gs_pidset known, tree;
 };
 
@@ -148,7 +164,8 @@ static void fill_intruder(struct gs_intruder *in, const struct gs_snapshot *s, c
 	snprintf(in->comm, sizeof(in->comm), "%s", h->info.name);
 	snprintf(in->cmdline, sizeof(in->cmdline), "%.255s", h->info.cmdline);
 	for (size_t g = 0; g < s->n_gpus; g++)
-		if (gs_gpuset_has(&h->gpus, (unsigned)g) && gs_gpuset_has(sel, (unsigned)g)) {
+		if ((gs_gpuset_has(&h->gpus, (unsigned)g) || gs_gpuset_has(&h->nvml_unconfirmed, (unsigned)g)) &&
+		    gs_gpuset_has(sel, (unsigned)g)) {
 			in->gpu = s->gpus[g].index;
 			break;
 		}
@@ -158,12 +175,32 @@ static void fill_intruder(struct gs_intruder *in, const struct gs_snapshot *s, c
 	snprintf(in->outcome, sizeof(in->outcome), "left running");
 }
 
+/* The intruders one guard round acts on, for the plan's selectable(). */
+struct guard_round {
+	const struct gs_intruder *v;
+	size_t n;
+};
+
+static bool guard_selects(void *ud, pid_t pid, uint64_t starttime)
+{
+	const struct guard_round *g = ud;
+
+	for (size_t i = 0; i < g->n; i++)
+		if (g->v[i].pid == pid && g->v[i].starttime == starttime)
+			return true;
+	return false;
+}
+
 /* --guard: the plan reclaim would make for these GPUs, without reclaim's
- * filters (an intruder is whoever it is), carried out for the new
- * intruders (and what the plan takes with them: their descendants and
- * group members) only. Everything the plan leaves alone stays alone. */
+ * filters (an intruder is whoever it is) but selecting the new intruders
+ * only, so that every other holder is left alone as the plan's rules
+ * know it (its unit is not stopped, nor its unit's main process
+ * signalled); carried out for the intruders and what the plan takes with
+ * them (their descendants and group members). Everything the plan leaves
+ * alone stays alone. */
 static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_ptable *pt, size_t first, size_t n)
 {
+	struct guard_round round = { .v = &w->job->intruders[first], .n = n };
 	struct gs_reclaim *rc = w->rc;
 	struct gs_selection gsel = rc->sel;
 	struct gs_plan plan;
@@ -174,6 +211,8 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 
 	memset(&gsel.filters, 0, sizeof(gsel.filters));
 	gsel.targeted = NULL;
+	gsel.selectable = guard_selects;
+	gsel.selectable_ud = &round;
 	r = gs_plan_build(s, pt, &gsel, w->self, &rc->d.self_owner, &plan, err, sizeof(err));
 	if (r < 0) {
 		for (size_t i = first; i < first + n; i++)
@@ -210,10 +249,19 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			.kill_wait_ms = 5000,
 			.unit_timeout_ms = w->req->grace_ms + 90000,
 			.root = gs_discover_root(&rc->d),
+			.interrupted = &guard_interrupted,
 		};
+		sigset_t held;
 
 		memset(&res, 0, sizeof(res));
+		/* The stop may wait --grace: a signal for COMMAND must not
+		 * wait with it. Open here, it ends the stop's escalation (one
+		 * already pending is delivered at once); the caller passes it
+		 * on. */
+		guard_interrupted = 0;
+		sigprocmask(SIG_SETMASK, &w->waitmask, &held);
 		r = gs_stop_run(&plan, gs_discover_proc_fd(&rc->d), &so, &res);
+		sigprocmask(SIG_SETMASK, &held, NULL);
 		for (size_t i = first; i < first + n; i++) {
 			struct gs_intruder *in = &w->job->intruders[i];
 			bool found = false;
@@ -244,19 +292,41 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			w->hooks->guarded(w->hooks->ud, &w->job->intruders[i]);
 }
 
-/* Grow the tree with what is below COMMAND now, and reap the tree's
- * orphans that died after being handed to us as subreaper. */
+/* Grow the tree with what is below COMMAND now, and reap the orphans
+ * handed to us as subreaper that died: the tree's, and any child younger
+ * than COMMAND (one that ended before a scan saw it in the tree). Our own
+ * helpers are older (the NVML helper) or waited for where they run. */
 static void track_tree(struct watch *w, const struct gs_ptable *pt)
 {
+	const struct gs_pidstat *c = gs_ptable_find(pt, w->child);
+
+	if (!w->child_start && c)
+		w->child_start = c->starttime;
 	for (size_t i = 0; i < pt->n; i++) {
 		const struct gs_pidstat *p = &pt->procs[i];
 
 		if (gs_ptable_is_ancestor(pt, w->child, p->pid))
 			(void)gs_pidset_add(&w->tree, p->pid, p->starttime);
 		if (p->ppid == w->self && p->pid != w->child && p->state == 'Z' &&
-		    gs_pidset_has(&w->tree, p->pid, p->starttime))
+		    (gs_pidset_has(&w->tree, p->pid, p->starttime) ||
+		     (w->child_start && p->starttime >= w->child_start)))
 			(void)waitpid(p->pid, NULL, WNOHANG);
 	}
+}
+
+/* Did the reclaim's plan leave this process (same start time) alone? */
+static bool left_by_reclaim(const struct gs_plan *p, const struct gs_snapshot *before, pid_t pid, uint64_t starttime)
+{
+	for (size_t i = 0; i < p->n_left; i++) {
+		const struct gs_leftalone *l = &p->left[i];
+		const struct gs_holder *h = l->holder >= 0 && (size_t)l->holder < before->n_holders
+						    ? &before->holders[l->holder]
+						    : NULL;
+
+		if (l->pid == pid && h && h->info_ok && h->info.st.starttime == starttime)
+			return true;
+	}
+	return false;
 }
 
 static int scan(struct watch *w, bool first)
@@ -278,11 +348,20 @@ static int scan(struct watch *w, bool first)
 	if (r < 0)
 		goto out;
 	if (first) {
-		/* What holds the GPUs as COMMAND starts was there before it:
-		 * what the reclaim left alone. */
-		for (size_t i = 0; i < s.n_holders; i++)
-			if (s.holders[i].info_ok)
-				(void)gs_pidset_add(&w->known, s.holders[i].pid, s.holders[i].info.st.starttime);
+		/* A compute holder of a selected GPU as COMMAND starts is known
+		 * only when the reclaim's plan left it alone (its verdict counted
+		 * it); one that came after the plan is an intruder. Anything else
+		 * (a client, a holder of another GPU) is judged by what it holds
+		 * later: a client that allocates is a new holder all the same. */
+		struct gs_pidset none = { 0 };
+
+		for (size_t i = 0; i < s.n_holders; i++) {
+			const struct gs_holder *h = &s.holders[i];
+
+			if (gs_runjob_is_intruder(h, &sel, &pt, w->self, 0, &none, &none) &&
+			    left_by_reclaim(&rc->plan, &rc->s, h->pid, h->info.st.starttime))
+				(void)gs_pidset_add(&w->known, h->pid, h->info.st.starttime);
+		}
 		goto out;
 	}
 	track_tree(w, &pt);
@@ -411,6 +490,7 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	waitmask = old;
 	for (int i = 0; i < 3; i++)
 		sigdelset(&waitmask, forwarded_signals[i]);
+	w.waitmask = waitmask;
 	/* A Ctrl-C or SIGTERM after the reclaim's verdict and before these
 	 * handlers: whoever sent it did not want COMMAND started. */
 	if (gs_reclaim_was_interrupted()) {
@@ -459,6 +539,9 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 			if (r < 0)
 				job->watch_error = r;
 			next_scan = gs_now_ms() + GS_RUN_SCAN_MS;
+			/* One that came during a --guard stop: now, not after
+			 * the next wait. */
+			forward(job, pidfd, w.child);
 		}
 	}
 	if (si.si_code == CLD_EXITED) {

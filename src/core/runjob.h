@@ -89,8 +89,9 @@ bool gs_pidset_has(const struct gs_pidset *s, pid_t pid, uint64_t starttime);
 int gs_pidset_add(struct gs_pidset *s, pid_t pid, uint64_t starttime);
 void gs_pidset_free(struct gs_pidset *s);
 
-/* Is holder h an intruder? A live compute holder of a GPU in sel that is
- * not already known (a holder before COMMAND started, one reported), not
+/* Is holder h an intruder? A live compute holder of a GPU in sel (or a
+ * process with the driver open that NVML lists with memory on one) that is
+ * not already known (one the reclaim left alone, one reported), not
  * in COMMAND's tree (below child, or seen there before: tree), and not
  * below gpuslate itself (self: its helpers, orphans it reaped as subreaper).
  * Pure: from the snapshot's holder and the process table. */

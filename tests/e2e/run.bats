@@ -306,3 +306,153 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$(jqo .run.started)" false "run.started"
 	assert_eq "$(jqo '.run.command | join(" ")')" "touch $BATS_TEST_TMPDIR/ran" "run.command"
 }
+
+@test "run: a process that held a selected GPU without memory as COMMAND started, then allocates, is an intruder" {
+	local d=$BATS_TEST_TMPDIR
+	# A client of GPU 0 (the device open, no context: a launcher that
+	# checked the GPU), left alone by the reclaim; once go appears it
+	# becomes a compute holder of GPU 0 under the same PID (exec).
+	launch early bash -c "exec 3<'$GPUSLATE_DEV_ROOT/nvidia0' 4<'$GPUSLATE_DEV_ROOT/nvidiactl'
+		echo pid=\$\$ >'$d/early.ready'
+		while [ ! -e '$d/early.go' ]; do sleep 0.05; done
+		exec 3<&- 4<&-
+		exec '$GS_HOLDER' --gpu 0 --mib 512 --ready-file '$d/early.compute'"
+	e=$(rpid early)
+	bg job gs run -y -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	touch "$d/early.go"
+	wait_for 10 test -s "$d/early.compute"
+	assert_eq "$(ready_values "$d/early.compute" pid)" "$e" "the same process"
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $e (gs-holder)"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+}
+
+@test "run: SIGTERM to gpuslate while --guard waits out an intruder's grace reaches COMMAND at once; the intruder is not escalated" {
+	local d=$BATS_TEST_TMPDIR
+	bg job env --default-signal=INT "$GPUSLATE_BIN" run -y --guard --grace 60 -- bash -c \
+		"trap 'echo TERM >\"$d/got\"; exit 42' TERM; echo pid=\$\$ >'$d/j.started'; while :; do sleep 0.05; done"
+	g=$BG_PID
+	wait_for 10 job_started j
+	# Its SIGTERM handler carries on: only the end of --grace would end it.
+	start_holder intruder --gpu 0 --mib 256 --ignore-term
+	i=$(rpid intruder)
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $i "
+	kill -TERM "$g"
+	# Far below the 60 s grace: passed on as soon as it came.
+	wait_for 10 test -s "$d/got"
+	bg_wait job 10
+	assert_eq "$BG_STATUS" 42 "exit status (COMMAND's)"
+	assert_alive "$i"
+	assert_match "$BG_ERR" "intruder PID $i \(gs-holder\): not stopped: interrupted" "the guard's outcome"
+	assert_match "$BG_ERR" "^  signals +SIGTERM passed on to COMMAND \(1\)$" "summary"
+}
+
+@test "run --guard: an intruder that is its unit's main process is not signalled while the unit holds a process the guard leaves alone" {
+	local d=$BATS_TEST_TMPDIR
+	world_systemd_start
+	# The reclaim's target.
+	start_holder victim --gpu 0 --mib 512 --note victim
+	# svc.service: its main process starts a holder of GPU 0 that --match
+	# leaves alone (a context, no memory yet: the reclaim is clean beside it);
+	# once go appears the main process becomes a holder of GPU 0 itself.
+	world_unit svc -- bash -c "'$GS_HOLDER' --gpu 0 --mib 0 --note keep --ready-file '$d/keep.ready' & \
+		while [ ! -e '$d/svc.go' ]; do sleep 0.05; done; \
+		exec '$GS_HOLDER' --gpu 0 --mib 256 --ready-file '$d/svc.ready'"
+	main=$UNIT_MAIN
+	wait_for 10 test -s "$d/keep.ready"
+	keep=$(rpid keep)
+	track "$keep"
+	bg job gs run -y --guard --match victim -- bash -c "$(job_script j)"
+	wait_for 20 job_started j
+	assert_dead "$(rpid victim)"
+	touch "$d/svc.go"
+	wait_for 10 file_has "$d/job.err" "intruder on GPU 0: PID $main "
+	wait_for 10 file_has "$d/job.err" "intruder PID $main (gs-holder): "
+	# Its end would make systemd stop svc.service, keep and all.
+	assert_match "$(cat "$d/job.err")" "intruder PID $main \(gs-holder\): not stopped" "the guard's outcome"
+	assert_alive "$main" "$keep"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$keep"
+}
+
+@test "run --json: a COMMAND that cannot be executed has no PID, and the man page names the restore key --json prints" {
+	run -127 --separate-stderr gs run -y --json -- /nonexistent/command
+	assert_status 127
+	assert_eq "$(jqo '.run.started')" false "run.started"
+	assert_eq "$(jqo '.run.exit_status')" 127 "run.exit_status"
+	assert_eq "$(jqo '.run.pid')" null "run.pid"
+	run --separate-stderr gs run -y --json --restore -- true
+	assert_status 0
+	assert_eq "$(jqo '.run.restore.verdict')" nothing-to-restore "run.restore"
+	# What --restore's entry in the man page sends a script to.
+	local man=$BATS_TEST_DIRNAME/../../man/gpuslate.1.scd
+	assert_match "$(sed -n '/^\*--restore\*$/,/^$/p' "$man")" "JSON \*run\.restore\*" "the man page's --restore"
+}
+
+@test "run: an intruder that NVML lists with memory but that maps only the control node is reported" {
+	bg job gs run -y -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	# nvidiactl open and mapped, no /dev/nvidia0: the fd scan cannot tie
+	# it to GPU 0, NVML lists it there with 512 MiB.
+	start_holder intruder --gpu 0 --mib 512 --ctl-only
+	i=$(rpid intruder)
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/job.err" "intruder on GPU 0: PID $i (gs-holder) of $(id -un), 512 MiB"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$i"
+	kill "$i"
+	wait_for 10 dead "$i"
+	# --guard: NVML's word alone stops nothing, as in reclaim's plan.
+	rm -f "$BATS_TEST_TMPDIR/j.started" "$BATS_TEST_TMPDIR/j.go"
+	bg job gs run -y --guard -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	start_holder intruder2 --gpu 0 --mib 512 --ctl-only
+	i=$(rpid intruder2)
+	wait_for 10 file_has "$BATS_TEST_TMPDIR/job.err" "intruder PID $i (gs-holder): not stopped: the plan leaves it alone"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 9 "exit status"
+	assert_alive "$i"
+}
+
+# zombies_of PID: how many zombie children PID has.
+zombies_of() { ps -o stat= --ppid "$1" | grep -c '^Z' || true; }
+no_zombies_of() { [ "$(zombies_of "$1")" = 0 ]; }
+
+@test "run: COMMAND's short-lived double-forked processes are reaped while it runs (gpuslate is their subreaper)" {
+	local d=$BATS_TEST_TMPDIR
+	# Twenty ( cmd & ) that end at once: orphans handed to gpuslate that
+	# die before any scan sees them.
+	bg job "$GPUSLATE_BIN" run -y -- bash -c "for i in \$(seq 20); do ( true & ); done; $(job_script j)"
+	g=$BG_PID
+	wait_for 10 job_started j
+	wait_for 10 no_zombies_of "$g"
+	job_go j 0
+	bg_wait job
+	assert_eq "$BG_STATUS" 0 "exit status"
+}
+
+@test "run: when NVML fails while COMMAND runs, the watch is blind: COMMAND's 0 is not passed on as clean, and --json says why" {
+	bg job gs run -y --json -- bash -c "$(job_script j)"
+	wait_for 10 job_started j
+	echo "fail nvmlDeviceGetComputeRunningProcesses_v3 999" >"$FAKE_NVML_STATE/inject"
+	# A holder the fd scan alone would see: the scans fail before it.
+	start_holder intruder --gpu 0 --mib 512
+	# Nothing outside gpuslate shows that a scan failed (the summary
+	# comes at the end): six scan periods, room for a loaded machine.
+	sleep 3
+	job_go j 0
+	bg_wait job
+	rm -f "$FAKE_NVML_STATE/inject"
+	assert_eq "$BG_STATUS" 3 "exit status (NVML failed: the GPUs were not watched)"
+	assert_match "$BG_ERR" "^  watch +incomplete: " "summary"
+	output=$BG_OUT
+	assert_eq "$(jqo '.exit_status')" 3 "exit_status"
+	assert_eq "$(jqo '.run.exit_status')" 0 "run.exit_status (COMMAND's own)"
+	assert_eq "$(jqo '.run.watch_error | type')" string "run.watch_error"
+}

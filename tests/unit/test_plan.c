@@ -861,6 +861,74 @@ static void test_unreadable_process_matters_only_with_unaccounted_memory(void **
 	free_world(w);
 }
 
+/* run --guard plans for the new intruders only (sel.selectable): here the
+ * unit's main process started holding GPU 0 while COMMAND ran, beside its
+ * child that the reclaim left alone. Every other holder is left alone as
+ * not selected and never taken with the intruder, so the unit-main rule
+ * sees the child: the main process is not signalled (systemd would stop
+ * the unit and end the child), nor is the unit stopped. */
+static bool only_pid_300(void *ud, pid_t pid, uint64_t starttime)
+{
+	(void)ud;
+	return pid == 300 && starttime == 3000;
+}
+
+static void test_guard_selection_keeps_the_unit_of_a_holder_left_alone(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *main_proc, *kept;
+
+	(void)state;
+	main_proc = holder(w, 300, 1, 300, "trainer", "0::/system.slice/svc.service\n");
+	maps(main_proc, 0);
+	nvml(w, main_proc, 0, 256);
+	kept = holder(w, 301, 300, 300, "keeper", "0::/system.slice/svc.service\n");
+	maps(kept, 0);
+	nvml(w, kept, 0, 0);
+	w->sel.selectable = only_pid_300;
+	plan(w, NULL);
+	assert_int_equal(w->plan.n_targets, 0);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(left(w, 300)->why, GS_LEAVE_UNIT_MAIN);
+	assert_int_equal(left(w, 300)->would_end, 301);
+	assert_int_equal(left(w, 301)->why, GS_LEAVE_NOT_SELECTED);
+
+	/* Without the limit both are targets and the unit is stopped. */
+	gs_plan_free(&w->plan);
+	w->sel.selectable = NULL;
+	plan(w, NULL);
+	assert_non_null(target(w, 300));
+	assert_non_null(target(w, 301));
+	assert_int_equal(w->plan.n_units, 1);
+	free_world(w);
+}
+
+/* The intruder leads a process group: a member that holds the GPU and is
+ * not selectable (here: known to the run) stays; one that holds nothing
+ * goes with its leader, as reclaim takes a group. */
+static void test_guard_selection_takes_no_unselectable_group_member(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *leader, *member;
+
+	(void)state;
+	leader = holder(w, 300, 1, 300, "launcher", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(leader, 0);
+	nvml(w, leader, 0, 512);
+	member = holder(w, 301, 1, 300, "worker", "0::/user.slice/user-1000.slice/session-4.scope\n");
+	maps(member, 0);
+	nvml(w, member, 0, 512);
+	proc(w, 302, 300, 300, "logger");
+	w->sel.selectable = only_pid_300;
+	plan(w, NULL);
+	assert_non_null(target(w, 300));
+	assert_null(target(w, 301));
+	assert_int_equal(left(w, 301)->why, GS_LEAVE_NOT_SELECTED);
+	assert_non_null(target(w, 302));
+	assert_int_equal(target(w, 302)->why, GS_WHY_GROUP_MEMBER);
+	free_world(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -885,6 +953,8 @@ int main(void)
 		cmocka_unit_test(test_unit_target_that_inits_a_namespace_with_a_holder_left_alone_stays),
 		cmocka_unit_test(test_memory_held_by_no_process),
 		cmocka_unit_test(test_unreadable_process_matters_only_with_unaccounted_memory),
+		cmocka_unit_test(test_guard_selection_keeps_the_unit_of_a_holder_left_alone),
+		cmocka_unit_test(test_guard_selection_takes_no_unselectable_group_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

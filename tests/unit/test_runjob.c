@@ -100,6 +100,39 @@ static void test_clients_and_protected_daemons_are_no_intruders(void **state)
 	done(&w);
 }
 
+/* NVML lists it with memory on GPU 0; the fd scan sees the driver open
+ * (the control node) but no node of GPU 0: a client by the scan, an
+ * intruder all the same. Without NVML's memory, or without the driver
+ * open (a reused PID), it is not. */
+static void test_nvml_listed_memory_with_the_driver_open_is_an_intruder(void **state)
+{
+	struct world w;
+	struct gs_holder h;
+
+	(void)state;
+	base(&w);
+	proc(&w, 300, INIT, 30);
+	h = holder(300, 30, GS_ROLE_CLIENT, 0);
+	memset(&h.gpus, 0, sizeof(h.gpus));
+	gs_gpuset_add(&h.nvml_gpus, 0);
+	gs_gpuset_add(&h.nvml_unconfirmed, 0);
+	h.n_fds = 1;
+	h.mem_known = true;
+	h.mem_used = 512u << 20;
+	assert_true(intruder(&w, &h));
+	h.n_fds = 0;
+	assert_false(intruder(&w, &h));
+	h.n_fds = 1;
+	h.mem_used = 0;
+	assert_false(intruder(&w, &h));
+	/* listed on a GPU that is not selected */
+	h.mem_used = 512u << 20;
+	memset(&h.nvml_unconfirmed, 0, sizeof(h.nvml_unconfirmed));
+	gs_gpuset_add(&h.nvml_unconfirmed, 1);
+	assert_false(intruder(&w, &h));
+	done(&w);
+}
+
 static void test_commands_descendants_and_adopted_orphans_are_its_own(void **state)
 {
 	struct world w;
@@ -186,6 +219,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_stranger_on_a_selected_gpu_is_an_intruder),
 		cmocka_unit_test(test_clients_and_protected_daemons_are_no_intruders),
+		cmocka_unit_test(test_nvml_listed_memory_with_the_driver_open_is_an_intruder),
 		cmocka_unit_test(test_commands_descendants_and_adopted_orphans_are_its_own),
 		cmocka_unit_test(test_a_descendant_seen_before_stays_commands_after_moving_away),
 		cmocka_unit_test(test_a_reused_pid_is_judged_as_the_new_process),
