@@ -162,6 +162,30 @@ static void summary(const struct gs_request *req, const struct gs_reclaim_report
 								       : "");
 }
 
+/* --restore: start again what this reclaim stopped (its own records, not
+ * an earlier reclaim's), under the lock run still holds; -y, since asking
+ * was the run's. A restore that cannot start everything turns a 0 into
+ * its status. Returns whether rs holds a restore to render and free. */
+static bool restore_stopped(const struct gs_request *req, struct gs_reclaim *rc, struct gs_restore *rs, int *status)
+{
+	struct gs_request rq = *req;
+	struct gs_restore_hooks h = { .ud = (void *)req, .note = on_restore_note };
+	struct gs_restore_opts o = { .lock_held = true, .only = &rc->recorded };
+
+	rq.cmd = GS_CMD_RESTORE;
+	rq.yes = true;
+	rq.dry_run = false;
+	if (gs_restore_run(&rq, &o, &h, rs) < 0) {
+		gs_err("restore could not run");
+		return false;
+	}
+	if (rs->verdict == GS_VERDICT_NONE)
+		gs_err("restore: %s", rs->error);
+	if (*status == 0 && rs->exit_status != GS_EXIT_CLEAN)
+		*status = rs->exit_status;
+	return true;
+}
+
 int gs_cmd_run(const struct gs_request *cli)
 {
 	struct gs_request req = *cli;
@@ -205,8 +229,17 @@ int gs_cmd_run(const struct gs_request *cli)
 		if (rc.rep.verdict != GS_VERDICT_REFUSED && !req.json)
 			gs_print_reclaim_report(stderr, &rc.rep);
 		gs_err("COMMAND not run: the reclaim's verdict is %s", gs_verdict_name(rc.rep.verdict));
+		/* What it stopped for COMMAND goes back: a service left
+		 * stopped for a job that never ran helps nobody. */
+		if (req.restore && rc.recorded.n) {
+			restored = restore_stopped(&req, &rc, &rs, &status);
+			if (restored && !req.json)
+				gs_print_restore_report(stderr, &rs);
+		}
 		if (req.json)
-			emit_json(&req, &rc.rep, &job, NULL, false, status);
+			emit_json(&req, &rc.rep, &job, restored ? &rs : NULL, false, status);
+		if (restored)
+			gs_restore_free(&rs);
 		gs_reclaim_free(&rc);
 		return status;
 	}
@@ -236,26 +269,8 @@ int gs_cmd_run(const struct gs_request *cli)
 		 * 0 cannot say it ran on clean GPUs (3, or 1 out of memory). */
 		else if (status == 0 && job.watch_error)
 			status = (int)gs_exit_of_error(job.watch_error, GS_EXIT_DRIVER);
-		if (req.restore) {
-			/* Only what this reclaim stopped (its records), under
-			 * the lock run still holds; -y: asking was the run's. */
-			struct gs_request rq = req;
-			struct gs_restore_hooks h = { .ud = &req, .note = on_restore_note };
-			struct gs_restore_opts o = { .lock_held = true, .only = &rc.recorded };
-
-			rq.cmd = GS_CMD_RESTORE;
-			rq.yes = true;
-			rq.dry_run = false;
-			if (gs_restore_run(&rq, &o, &h, &rs) == 0) {
-				restored = true;
-				if (rs.verdict == GS_VERDICT_NONE)
-					gs_err("restore: %s", rs.error);
-				if (status == 0 && rs.exit_status != GS_EXIT_CLEAN)
-					status = rs.exit_status;
-			} else {
-				gs_err("restore could not run");
-			}
-		}
+		if (req.restore)
+			restored = restore_stopped(&req, &rc, &rs, &status);
 		summary(&req, &rc.rep, &job, restored ? &rs : NULL, status);
 	}
 	if (req.json)

@@ -290,3 +290,24 @@ trainer_back() {
 	unit_inactive trainer.service
 	[ ! -e "$(stopped_file)" ] || { echo "record kept: $(cat "$(stopped_file)")" >&2; return 1; }
 }
+
+@test "run --restore when the reclaim is not clean: COMMAND does not run, and the unit it stopped runs again" {
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096
+	first=$UNIT_MAIN
+	# A second holder whose memory the driver gives back only after 5 s:
+	# the reclaim's --timeout 0.5 ends not clean.
+	start_holder slow --gpu 1 --mib 1024 --release-ms 5000
+	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
+
+	run --separate-stderr gs run -y --restore --json --timeout 0.5 -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "reclaim verdict"
+	assert_eq "$(jqo .run.started)" false "run.started"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ] || { echo "COMMAND ran" >&2; return 1; }
+	assert_dead "$first"
+	assert_eq "$(jqo '.run.restore.verdict')" restored "restore verdict"
+	assert_eq "$(jqo '[.run.restore.items[] | "\(.name)=\(.outcome)"] | join(" ")')" "trainer.service=started" "restored"
+	wait_for 10 trainer_back
+	track "$(main_pid trainer.service)"
+}
