@@ -356,3 +356,37 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "" "targets on GPU 4 (stderr: $stderr)"
 	assert_alive "$job"
 }
+
+@test "amd-intel: a desktop's rootless Xorg on the AMD card (run as its user, as Xorg.wrap does on KMS drivers) is left alone" {
+	[ "$(id -u)" = 0 ] || skip "needs root (to drop to nobody)"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	id nobody >/dev/null 2>&1 || skip "no user nobody"
+	# nobody must reach the holder, the nodes and its ready file: only
+	# bats's own directories are opened (as faults.bats does).
+	local d=$BATS_TEST_TMPDIR
+	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
+		chmod o+rx "$d"
+		d=${d%/*}
+	done
+	chmod o+rx "$BATS_RUN_TMPDIR"
+	chmod o+w "$BATS_TEST_TMPDIR"
+	chmod -R o+rwX "$GS_HOST/dev"
+	install -m 0755 "$GS_HOLDER" "$GS_BIN/Xorg"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$GS_BIN/Xorg" -a -w "$BATS_TEST_TMPDIR" ||
+		skip "user nobody cannot reach the build or the test directory"
+	# Xorg (the root-owned binary, run by the desktop's user) drives the
+	# AMD card: its card and render nodes open and mapped (glamor).
+	launch x setpriv --reuid=nobody --regid=nogroup --clear-groups "$GS_BIN/Xorg" \
+		--ready-file "$BATS_TEST_TMPDIR/x.ready" --open dri/card3 --open "$AMD_RENDER"
+	rocm_worker job
+	x=$(rpid x) job=$(rpid job)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used $((2048 + 64))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 11 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$x" "$(fd_of x "$AMD_RENDER")" amdgpu "$AMD_PCI" 12 --vram-mib 64
+
+	run --separate-stderr gs reclaim -n -g 3 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "$job" "targets (stderr: $stderr)"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $x) | .reason")" . "Xorg left alone"
+	assert_alive "$x" "$job"
+}
