@@ -54,6 +54,11 @@ static const char *const drm_monitor_names[] = {
 	 * Intel card. They run as the desktop's user, so they can never pass
 	 * as protected (a user's process is not); spared by name instead. */
 	"gnome-shell", "kwin_wayland", "kwin_x11", "sway", "weston", "Hyprland",
+	/* The X servers: on KMS drivers (amdgpu, i915, xe) Xorg.wrap runs Xorg
+	 * as the desktop's user, and Xwayland always runs so; such a one is
+	 * no verified protected daemon, and without this it was a compute
+	 * holder of the card it drives. */
+	"Xorg", "X", "Xwayland",
 };
 
 bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name)

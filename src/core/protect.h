@@ -20,8 +20,9 @@ bool gs_claims_protection(const struct gs_procinfo *in);
 
 /* Is this an AMD/Intel GPU monitor by its name (comm or argv[0]): rocm-smi,
  * amd-smi, amdgpu_top, nvtop, radeontop, xpu-smi, intel_gpu_top, pmdaamdgpu,
- * or a Wayland compositor (gnome-shell, kwin_wayland, kwin_x11, sway, weston,
- * Hyprland)?
+ * a Wayland compositor (gnome-shell, kwin_wayland, kwin_x11, sway, weston,
+ * Hyprland) or an X server run by a user (Xorg, X, Xwayland: root's are
+ * protected daemons)?
  * Such a monitor can hold VRAM through its own DRM client (xpu-smi ps holds
  * 211 MB, intel/xpumanager#116) and is still a client: stopping it frees
  * nothing anyone asked for. A name any process can take, so it only ever

@@ -503,7 +503,12 @@ static int drm_info(struct gs_gpu_backend *b, unsigned i, struct gs_gpu *ret)
 	return 0;
 }
 
-/* One KFD process's VRAM on GPU g: 1 when it has a context there. */
+/* One KFD process's VRAM on GPU g: 1 when it holds some there. KFD gives a
+ * process a per-device entry (vram_<gpu_id>) for every GPU when it opens
+ * /dev/kfd (kfd_init_apertures), whatever ROCR_VISIBLE_DEVICES hides from
+ * it: an entry at 0 bytes is no context, and taking it for one would make a
+ * job on one GPU a holder of every other. An unreadable figure still
+ * counts (unknown is not nothing). */
 static int kfd_proc_on(int sys_fd, pid_t pid, const struct gs_drm_gpu *g, struct gs_gpu_proc *ret)
 {
 	_cleanup_free_ struct gs_kfd_vram *v = NULL;
@@ -520,6 +525,8 @@ static int kfd_proc_on(int sys_fd, pid_t pid, const struct gs_drm_gpu *g, struct
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < g->n_kfd; k++) {
 			if (v[i].gpu_id != g->kfd_gpu_ids[k])
+				continue;
+			if (v[i].known && v[i].bytes == 0)
 				continue;
 			on = true;
 			known &= v[i].known;

@@ -331,3 +331,62 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_match "$output" "^GPU 2: memory not verified: Intel's used memory is its clients' fdinfo, and a client there has no usage stats \\(holders only\\)\$" "reason"
 	assert_dead "$xe"
 }
+
+@test "amd-intel: a ROCm job on one AMD GPU, which KFD lists with 0 bytes on the other, is no holder of that other GPU" {
+	# Two AMD GPUs: GPU 3 (card3, renderD130, gpu_id 51887) and GPU 4
+	# (card4, renderD131, gpu_id 51888); the Intel GPU is 2 (renderD132).
+	rm -rf "$GS_HOST"
+	mkdrm host "$GS_HOST" --nvidia 2 --amd 2
+	mkdir -p "$GS_HOST/fdinfo"
+	rocm_worker job
+	job=$(rpid job)
+	# kfd_init_apertures() gives a process a process-device entry, so a
+	# vram_<gpu_id> file, for every GPU at open, whatever
+	# ROCR_VISIBLE_DEVICES hides: the job's other GPU shows 0 bytes.
+	mkdrm kfd-proc "$GS_HOST" "$job" 51887 2048
+	mkdrm kfd-proc "$GS_HOST" "$job" 51888 0
+	mkdrm vram-used "$GS_HOST" 3 $((280 + 2048))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 11 --vram-mib 2048
+
+	run --separate-stderr gs status --json
+	assert_status 0
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | .gpus | join(\",\")")" 3 "the job's GPUs"
+
+	run --separate-stderr gs reclaim -n -g 4 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "" "targets on GPU 4 (stderr: $stderr)"
+	assert_alive "$job"
+}
+
+@test "amd-intel: a desktop's rootless Xorg on the AMD card (run as its user, as Xorg.wrap does on KMS drivers) is left alone" {
+	[ "$(id -u)" = 0 ] || skip "needs root (to drop to nobody)"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	id nobody >/dev/null 2>&1 || skip "no user nobody"
+	# nobody must reach the holder, the nodes and its ready file: only
+	# bats's own directories are opened (as faults.bats does).
+	local d=$BATS_TEST_TMPDIR
+	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
+		chmod o+rx "$d"
+		d=${d%/*}
+	done
+	chmod o+rx "$BATS_RUN_TMPDIR"
+	chmod o+w "$BATS_TEST_TMPDIR"
+	chmod -R o+rwX "$GS_HOST/dev"
+	install -m 0755 "$GS_HOLDER" "$GS_BIN/Xorg"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$GS_BIN/Xorg" -a -w "$BATS_TEST_TMPDIR" ||
+		skip "user nobody cannot reach the build or the test directory"
+	# Xorg (the root-owned binary, run by the desktop's user) drives the
+	# AMD card: its card and render nodes open and mapped (glamor).
+	launch x setpriv --reuid=nobody --regid=nogroup --clear-groups "$GS_BIN/Xorg" \
+		--ready-file "$BATS_TEST_TMPDIR/x.ready" --open dri/card3 --open "$AMD_RENDER"
+	rocm_worker job
+	x=$(rpid x) job=$(rpid job)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used $((2048 + 64))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 11 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$x" "$(fd_of x "$AMD_RENDER")" amdgpu "$AMD_PCI" 12 --vram-mib 64
+
+	run --separate-stderr gs reclaim -n -g 3 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "$job" "targets (stderr: $stderr)"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $x) | .reason")" . "Xorg left alone"
+	assert_alive "$x" "$job"
+}
