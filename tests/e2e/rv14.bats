@@ -55,4 +55,20 @@ new_holder_under() {
 	wait_for 10 eval '[ "$(gpu_used 0)" = 1024 ]'
 	assert_eq "$(jqo .verdict)" not-clean "verdict (GPU 0 is held again 3 s later by $second)"
 	assert_status 1
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $FIRST) | .restarter | \"\(.kind) \(.pid) \(.handling)\"")" \
+		"parent $SUP watched" "restarter in the plan: the loop above timeout"
+	assert_eq "$(jqo '.respawns[0] | "\(.by) \(.stop_with) \(.before_gpu)"')" "parent $SUP (bash) --include-parent true" \
+		"respawned by (the new timeout, before its holder opened the GPU)"
+}
+
+@test "rv14: --include-parent stops the loop above 'timeout 600 holder': clean, and it stays clean" {
+	wrapped sup timeout 600
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$SUP,$FIRST" "targets, the loop first"
+	assert_dead "$SUP" "$FIRST"
+	# Longer than the loop's pause and a new holder's 3 s before opening.
+	stays_for 4.5 eval '[ "$(gpu_used 0)" = 0 ] && ! new_holder_under "$SUP"'
 }
