@@ -72,3 +72,25 @@ new_holder_under() {
 	# Longer than the loop's pause and a new holder's 3 s before opening.
 	stays_for 4.5 eval '[ "$(gpu_used 0)" = 0 ] && ! new_holder_under "$SUP"'
 }
+
+@test "rv14: 'while true; do timeout 600 holder; done' typed at an interactive shell: watched through timeout, not clean, the shell never stopped" {
+	pty_start sh "bash --norc --noprofile -i"
+	pty_type sh "while true; do timeout 600 '$GS_HOLDER' --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file '$BATS_TEST_TMPDIR/h.ready' -- python3 train.py; done"
+	wait_for 15 test -f "$BATS_TEST_TMPDIR/h.ready"
+	FIRST=$(rpid h)
+	track "$FIRST"
+	launcher=$(awk '{print $4}' "/proc/$FIRST/stat")
+	shell=$(awk '{print $4}' "/proc/$launcher/stat")
+	track "$shell" sup
+	assert_eq "$(cat "/proc/$launcher/comm") $(cat "/proc/$shell/comm")" "timeout bash" "the holder's parent and grandparent"
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	wait_for 10 new_holder_under "$shell"
+	track "$(new_holder_under "$shell")"
+	assert_dead "$FIRST"
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_status 1
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$FIRST" "targets: never the shell"
+	assert_match "$(jqo '.respawns[0].by')" "^parent $shell \\(bash\\)$" "respawned by"
+	assert_alive "$shell"
+}
