@@ -289,13 +289,19 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 			other = GS_MAX(other, GS_RESPAWN_WATCH_MS);
 			continue;
 		}
-		if (pp <= 1 || gs_plan_find_target(p, pp) || gs_ptable_is_ancestor(pt, pp, self))
-			continue;
 		/* A launcher runs its program once (unshare --fork waiting on
-		 * a namespace's init, sudo, sshd): nothing to watch for. On the
-		 * H200 this watch was the second ns_init paid above the floor. */
-		if (gs_ptable_find(pt, pp) && !gs_restarter_is_launcher(gs_ptable_find(pt, pp)->comm))
-			other = GS_MAX(other, GS_RESPAWN_WATCH_MS);
+		 * a namespace's init, sudo, sshd): it restarts nothing, but what
+		 * runs it may (a shell loop around `timeout 600 python ...`).
+		 * On the H200 a watch for the launcher itself was the second
+		 * ns_init paid above the floor. */
+		{
+			const struct gs_pidstat *up = gs_restarter_above_launchers(pt, pp);
+
+			if (pp <= 1 || !up || up->pid <= 1 || gs_plan_find_target(p, up->pid) ||
+			    gs_ptable_is_ancestor(pt, up->pid, self))
+				continue;
+		}
+		other = GS_MAX(other, GS_RESPAWN_WATCH_MS);
 	}
 	*ret_parents_only = ms > 0 && other == 0;
 	return GS_MAX(ms, other);
@@ -409,6 +415,24 @@ static int watch_parent(struct gs_respawn_watch *w, pid_t pid, uint64_t starttim
 	return 0;
 }
 
+/* pid itself, or its ancestor whose parent is parent (0: pid itself, a
+ * cgroup's watch). NULL when parent is not above pid. */
+static const struct gs_pidstat *child_toward(const struct gs_ptable *pt, pid_t parent, pid_t pid)
+{
+	const struct gs_pidstat *st = gs_ptable_find(pt, pid);
+
+	if (!parent)
+		return st;
+	for (int depth = 0; st && depth < 64; depth++) {
+		if (st->ppid == parent)
+			return st;
+		if (st->ppid <= 1)
+			return NULL;
+		st = gs_ptable_find(pt, st->ppid);
+	}
+	return NULL;
+}
+
 /* The supervising parents and what they started, read before the stop
  * (the targets' executables and command lines are gone after it). An
  * interactive shell parent is watched the same way, though it is no
@@ -468,12 +492,22 @@ static int build_watch(struct gs_reclaim *rc)
 			if (id.cgroup < 0)
 				continue;
 		}
-		snprintf(path, sizeof(path), "%d/exe", (int)t->pid);
+		/* The parent's child on the way to the target: the target, or
+		 * the launcher the parent restarts it through (timeout, sudo). */
+		{
+			const struct gs_pidstat *c = child_toward(&rc->pt, id.parent, t->pid);
+
+			if (!c)
+				continue;
+			id.was = c->pid;
+			id.was_starttime = c->starttime;
+		}
+		snprintf(path, sizeof(path), "%d/exe", (int)id.was);
 		n = readlinkat(proc_fd, path, id.exe, sizeof(id.exe) - 1);
 		if (n < 0)
 			continue; /* gone already, or unreadable: the holder re-scan still sees it */
 		id.exe[n] = '\0';
-		snprintf(path, sizeof(path), "%d", (int)t->pid);
+		snprintf(path, sizeof(path), "%d", (int)id.was);
 		fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			continue;

@@ -300,6 +300,19 @@ bool gs_restarter_is_launcher(const char *comm)
 	return gs_startswith(comm, "containerd-shim");
 }
 
+const struct gs_pidstat *gs_restarter_above_launchers(const struct gs_ptable *pt, pid_t ppid)
+{
+	const struct gs_pidstat *par = gs_ptable_find(pt, ppid);
+
+	/* Bounded: a table read across forks may hold a cycle of reused pids. */
+	for (int depth = 0; par && par->pid > 1 && gs_restarter_is_launcher(par->comm); depth++) {
+		if (depth >= 64)
+			return NULL;
+		par = gs_ptable_find(pt, par->ppid);
+	}
+	return par;
+}
+
 /* Is pp, the live parent of target t, a supervisor that would start it
  * again? Not PID 1 or a namespace's init, not systemd, not a target, not
  * gpuslate's ancestor (the shell that ran gpuslate), not a protected
@@ -593,7 +606,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 				t->restarter = r;
 			continue;
 		}
-		par = st ? gs_ptable_find(pt, st->ppid) : NULL;
+		/* The loop restarts the launcher, and the launcher the target. */
+		par = st ? gs_restarter_above_launchers(pt, st->ppid) : NULL;
 		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, &interactive, rs.stop_with,
 					      sizeof(rs.stop_with))) {
 			char stop_with[320];

@@ -21,6 +21,7 @@
 struct gs_plan;
 struct gs_snapshot;
 struct gs_ptable;
+struct gs_pidstat;
 
 enum gs_restarter_kind {
 	GS_RESTARTER_UNIT,
@@ -100,6 +101,11 @@ int gs_timespan_ms(const char *text, uint64_t *ret);
  * slurmstepd, a container's shim, unshare --fork, timeout, ...), by comm:
  * never a supervisor, and no respawn watch for its child. */
 bool gs_restarter_is_launcher(const char *comm);
+/* The nearest ancestor from ppid on that is no launcher: what runs a
+ * target through `timeout`, `sudo` or `flock` (a `while true` around
+ * them restarts the target as surely as one around the target). NULL
+ * when the chain leaves the table. */
+const struct gs_pidstat *gs_restarter_above_launchers(const struct gs_ptable *pt, pid_t ppid);
 
 const char *gs_restarter_kind_str(enum gs_restarter_kind k);
 const char *gs_restarter_handling_str(enum gs_restarter_handling h);

@@ -184,9 +184,11 @@ static bool was_target(const struct gs_plan *op, const struct gs_pidstat *st)
 /* Does process pid run a stopped target's executable with its command
  * line, one that watched parent ppid started (or, ppid 0, one of watched
  * cgroup cg)? */
-static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, pid_t pid, pid_t ppid, int cg)
+static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, const struct gs_pidstat *st, pid_t ppid,
+				int cg)
 {
 	char path[32], exe[512], *cmd = NULL;
+	pid_t pid = st->pid;
 	bool same = false;
 	ssize_t n;
 	int fd;
@@ -203,6 +205,7 @@ static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, p
 	if (gs_procinfo_read_cmdline(fd, &cmd) == 0) {
 		for (size_t i = 0; i < w->n_idents && !same; i++)
 			same = (ppid ? w->idents[i].parent == ppid : w->idents[i].cgroup == cg) &&
+			       !(w->idents[i].was == pid && w->idents[i].was_starttime == st->starttime) &&
 			       !strcmp(w->idents[i].exe, exe) &&
 			       w->idents[i].cmdline && !strcmp(w->idents[i].cmdline, cmd);
 		free(cmd);
@@ -260,7 +263,7 @@ static int watch_cgroups(const struct gs_root *root, int proc_fd, const struct g
 			int e;
 
 			if (!st || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
-			    !is_restarted_target(proc_fd, w, st->pid, 0, (int)k))
+			    !is_restarted_target(proc_fd, w, st, 0, (int)k))
 				continue;
 			e = add_identity_respawn(r, st, w->cgroups[k].by, w->cgroups[k].stop_with, ret_new);
 			if (e < 0) {
@@ -298,7 +301,7 @@ static int watch_children(int proc_fd, const struct gs_verify_opts *o, const str
 			int e;
 
 			if (st->ppid != wp->pid || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
-			    !is_restarted_target(proc_fd, w, st->pid, wp->pid, -1))
+			    !is_restarted_target(proc_fd, w, st, wp->pid, -1))
 				continue;
 			snprintf(by, sizeof(by), "parent %d (%s)", (int)wp->pid, wp->comm);
 			e = add_identity_respawn(r, st, by, wp->stop_with, ret_new);

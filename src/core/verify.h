@@ -81,6 +81,10 @@ struct gs_watch_ident {
 	int cgroup;              /* index into the watched cgroups, -1 for none */
 	char exe[512];           /* /proc/PID/exe */
 	char *cmdline;           /* the whole command line */
+	/* Whose identity it is: the target, or the launcher between it and
+	 * the parent (that one outlives the target a moment; it is no respawn). */
+	pid_t was;
+	uint64_t was_starttime;
 };
 
 struct gs_respawn_watch {
