@@ -69,6 +69,19 @@ for opts in "" "--include-parent"; do
 	"$GS" reclaim -y -q --grace 2 >/dev/null 2>&1
 done
 
+# 1b. The same loop restarting its job through a launcher (`timeout 600
+# python3 ...`): the restarter is above the launcher.
+for opts in "" "--include-parent"; do
+	rm -f "$WORK/tloop.ready"
+	bash -c 'while true; do timeout 600 python3 "$1" plain "$2" 4; sleep 0.2; done' _ "$HOLDER" "$WORK/tloop.ready" \
+		>"$WORK/tloop.log" 2>&1 &
+	LOOP=$!
+	wait_file "$WORK/tloop.ready" || { echo "timeout-loop holder not ready"; cat "$WORK/tloop.log"; }
+	scenario "timeout-loop" "$opts"
+	kill "$LOOP" 2>/dev/null; wait "$LOOP" 2>/dev/null
+	"$GS" reclaim -y -q --grace 2 >/dev/null 2>&1
+done
+
 # 2. torchrun's elastic agent with --max-restarts=3 restarting its worker.
 for opts in "" "--include-parent"; do
 	rm -rf "$WORK/tr"; mkdir -p "$WORK/tr"
