@@ -38,8 +38,8 @@ scenario() {
 	t0=$(now)
 	"$GS" reclaim -y --grace 5 $opts --json >"$OUTD/$name$opts.json" 2>"$OUTD/$name$opts.err"; rc=$?
 	t1=$(now)
-	verdict=$(python3 -c "import json; print(json.load(open("$OUTD/$name$opts.json"))['verdict'])" 2>/dev/null)
-	summary=$(python3 -c "import json; print(json.load(open("$OUTD/$name$opts.json"))['summary'])" 2>/dev/null)
+	verdict=$(python3 -c "import json; print(json.load(open('$OUTD/$name$opts.json'))['verdict'])" 2>/dev/null)
+	summary=$(python3 -c "import json; print(json.load(open('$OUTD/$name$opts.json'))['summary'])" 2>/dev/null)
 	max=$(watch30)
 	if [ "$verdict" = clean ]; then
 		[ "$max" -le "$((IDLE + 2))" ] && agree=yes || agree=NO

@@ -39,8 +39,10 @@ for opts in "" "--guard"; do
 	RUN=$!
 	wait_file "$WORK/job.ready" || { echo "COMMAND not ready"; cat "$OUTD/run$opts.err"; }
 	# The intruder: a second PyTorch process on the same GPU, not COMMAND's.
-	start_holder plain 2 || exit 1
-	intruder=$HPID
+	# Not start_holder: under --guard it may be stopped before it is
+	# ready (it was, at 14 MiB, still initialising CUDA).
+	python3 "$HOLDER" plain "$WORK/intruder.ready" 2 0 >"$WORK/intruder.log" 2>&1 &
+	intruder=$!
 	wait_grep "$OUTD/run$opts.err" "intruder" || echo "no intruder reported"
 	if [ -n "$opts" ]; then
 		wait_gone "$intruder" && istate=stopped || istate=RUNNING
