@@ -239,7 +239,9 @@ shell_child() {
 	first=$(rpid in)
 	track "$first"
 	outer=$(awk '{print $4}' "/proc/$(awk '{print $4}' "/proc/$first/stat")/stat")
-	track "$outer"
+	# A supervisor: teardown ends it first, then what it started (a
+	# plain kill here left the inner loop it had restarted running).
+	track "$outer" sup
 
 	run --separate-stderr gs reclaim -y --include-parent --json
 	assert_dead "$first"
@@ -250,7 +252,6 @@ shell_child() {
 		assert_status 1
 		assert_match "$(jqo '.respawns | length')" "^[1-9]" respawns
 	fi
-	kill "$outer"
 }
 
 # A launcher between a target and the loop that restarts it.
