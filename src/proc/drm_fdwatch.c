@@ -54,7 +54,9 @@ int gs_drm_fdwatch_usage(struct gs_drm_fdwatch *w, int proc_fd, int shadow_fd, u
 			w->refs[keep++] = *ref;
 			continue;
 		}
-		r = gs_drm_usage_add(ret, e == 0 ? &fi : NULL);
+		/* Without drm-pdev its memory belongs to no GPU: unknown
+		 * here, never left out of the figure. */
+		r = gs_drm_usage_add(ret, e == 0 && fi.pdev_known ? &fi : NULL);
 		w->refs[keep++] = *ref;
 	}
 	w->n = keep;

@@ -281,13 +281,17 @@ static int note_drm_client(const struct scan_worker *w, struct gs_scan_proc *p, 
 {
 	struct gs_drm_fdinfo fi;
 	int r = gs_drm_fdinfo_read(w->sh->proc_fd, w->sh->shadow_fd, p->pid, fd, ino, &fi);
-	struct gs_drm_fdref ref = { .pid = p->pid, .fd = fd, .ino = ino, .gpu = gpu, .no_stats = r != 0 };
+	/* An fd on this GPU's node whose fdinfo names no PCI device
+	 * (drm-pdev) has figures that belong to no GPU: it counts as an fd
+	 * without usage stats, so the GPU's figure is unknown, not smaller. */
+	bool usable = r == 0 && fi.pdev_known;
+	struct gs_drm_fdref ref = { .pid = p->pid, .fd = fd, .ino = ino, .gpu = gpu, .no_stats = !usable };
 
 	if (r == -ENOMEM)
 		return r;
 	if (r == -ENOENT || r == -ESRCH)
 		return 0;
-	r = gs_drm_usage_add(&p->drm, r == 0 ? &fi : NULL);
+	r = gs_drm_usage_add(&p->drm, usable ? &fi : NULL);
 	if (r == 0)
 		r = gs_drm_usage_note_fd(&p->drm, &ref);
 	return r;

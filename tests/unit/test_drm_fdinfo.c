@@ -738,8 +738,24 @@ static void test_fdwatch_rereads_and_drops(void **state)
 	assert_int_equal(u.n_no_stats, 1);
 	gs_drm_usage_free(&u);
 	assert_int_equal(gs_drm_fdwatch_count(&w, 1), 1);
-
 	gs_drm_fdwatch_free(&w);
+
+	/* A client on GPU 0's node whose fdinfo names no PCI device: its
+	 * figure belongs to no GPU, so GPU 0's is unknown, not 0. */
+	a_fd = dup(fx->node_fd);
+	assert_true(a_fd >= 0);
+	write_shadow(fx, proc.pid, a_fd, fx->ino, fx->mnt_id,
+		     "drm-driver:\txe\ndrm-client-id:\t78\ndrm-resident-vram0:\t8 MiB\n");
+	memset(&proc.drm, 0, sizeof(proc.drm));
+	assert_int_equal(gs_drm_usage_note_fd(&proc.drm, &(struct gs_drm_fdref){ proc.pid, a_fd, fx->ino, 0, false }), 0);
+	assert_int_equal(gs_drm_fdwatch_set(&w, &scan), 0);
+	gs_drm_usage_free(&proc.drm);
+	assert_int_equal(gs_drm_fdwatch_usage(&w, fx->proc_fd, fx->shadow_fd, 0, &u), 0);
+	assert_int_equal(u.n_fds, 1);
+	assert_int_equal(u.n_no_stats, 1);
+	gs_drm_usage_free(&u);
+	gs_drm_fdwatch_free(&w);
+	close(a_fd);
 	close(dup_fd);
 	close(other_fd);
 }
