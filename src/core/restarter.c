@@ -736,19 +736,15 @@ static int systemctl_show(const struct gs_restarter_query *q, const char *unit, 
 int gs_restarter_query_unit(void *ud, const char *unit, const char *container, struct gs_unit_props *ret)
 {
 	const struct gs_restarter_query *q = ud;
-	char *out = NULL, *save = NULL, *line;
+	char *out = NULL, *cur, *line, *eq;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	r = systemctl_show(q, unit, container, "Restart,RestartUSec,MainPID,ControlGroup", &out);
 	if (r < 0)
 		return r;
-	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-
-		if (!eq)
-			continue;
-		*eq++ = '\0';
+	cur = out;
+	while (gs_next_property(&cur, &line, &eq)) {
 		if (!strcmp(line, "Restart"))
 			gs_strlcpy(ret->restart, eq, sizeof(ret->restart));
 		else if (!strcmp(line, "RestartUSec") && gs_timespan_ms(eq, &ret->restart_ms) < 0)
@@ -764,19 +760,15 @@ int gs_restarter_query_unit(void *ud, const char *unit, const char *container, s
 
 int gs_restarter_query_unit_state(void *ud, const char *unit, const char *container, struct gs_unit_state *ret)
 {
-	char *out = NULL, *save = NULL, *line;
+	char *out = NULL, *cur, *line, *eq;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	r = systemctl_show(ud, unit, container, "ActiveState,SubState", &out);
 	if (r < 0)
 		return r;
-	for (line = strtok_r(out ? out : (char *)"", "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-
-		if (!eq)
-			continue;
-		*eq++ = '\0';
+	cur = out;
+	while (gs_next_property(&cur, &line, &eq)) {
 		if (!strcmp(line, "ActiveState"))
 			gs_strlcpy(ret->active, eq, sizeof(ret->active));
 		else if (!strcmp(line, "SubState"))

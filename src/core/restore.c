@@ -135,15 +135,12 @@ static void first_line(const char *text, char *buf, size_t len)
  * now: the host's and its containers' CLOCK_MONOTONIC are one clock. */
 static void read_unit_show(struct gs_restore_item *it, char *text)
 {
-	char *save = NULL, *line;
+	char *cur = text, *line, *eq;
 
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '='), *end;
+	while (gs_next_property(&cur, &line, &eq)) {
+		char *end;
 		unsigned long long usec;
 
-		if (!eq)
-			continue;
-		*eq++ = '\0';
 		if (!strcmp(line, "ActiveState")) {
 			gs_strlcpy(it->state_now, eq, sizeof(it->state_now));
 		} else if (!strcmp(line, "InactiveEnterTimestampMonotonic")) {

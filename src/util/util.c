@@ -179,6 +179,25 @@ char *gs_strstrip(char *s)
 	return s;
 }
 
+bool gs_next_property(char **cursor, char **key, char **value)
+{
+	while (*cursor && **cursor) {
+		char *line = *cursor, *nl = strchr(line, '\n'), *eq;
+
+		if (nl)
+			*nl = '\0';
+		*cursor = nl ? nl + 1 : line + strlen(line);
+		eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		*key = line;
+		*value = eq + 1;
+		return true;
+	}
+	return false;
+}
+
 bool gs_startswith(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -64,6 +64,10 @@ void gs_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((fo
 size_t gs_strlcpy(char *dst, const char *src, size_t size);
 /* Trim ASCII whitespace at both ends in place; returns s. */
 char *gs_strstrip(char *s);
+/* The next "KEY=VALUE" line of text (as systemctl show prints them),
+ * split in place: *cursor starts at the text and moves on; lines without
+ * '=' are skipped. false at the end. */
+bool gs_next_property(char **cursor, char **key, char **value);
 bool gs_startswith(const char *s, const char *prefix);
 bool gs_endswith(const char *s, const char *suffix);
 

@@ -525,9 +525,32 @@ static void test_main_pid_makes_the_unit_main_rule_exact(void **state)
 	free_world(w);
 }
 
+/* systemctl show's lines, split in place; a line without '=' (a warning
+ * systemctl printed) is skipped, an empty value kept. */
+static void test_next_property(void **state)
+{
+	char text[] = "ActiveState=inactive\nwarning\nSubState=\nInactiveEnterTimestampMonotonic=12=3";
+	char *cur = text, *k, *v;
+
+	(void)state;
+	assert_true(gs_next_property(&cur, &k, &v));
+	assert_string_equal(k, "ActiveState");
+	assert_string_equal(v, "inactive");
+	assert_true(gs_next_property(&cur, &k, &v));
+	assert_string_equal(k, "SubState");
+	assert_string_equal(v, "");
+	assert_true(gs_next_property(&cur, &k, &v));
+	assert_string_equal(k, "InactiveEnterTimestampMonotonic");
+	assert_string_equal(v, "12=3");
+	assert_false(gs_next_property(&cur, &k, &v));
+	cur = NULL;
+	assert_false(gs_next_property(&cur, &k, &v));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_next_property),
 		cmocka_unit_test(test_timespans_as_systemd_writes_them),
 		cmocka_unit_test(test_interactive_shells_and_shells_running_a_program),
 		cmocka_unit_test(test_bash_loop_is_a_supervising_parent),
