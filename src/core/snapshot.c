@@ -302,6 +302,20 @@ static int read_gpus(struct gs_discover *d, struct gs_snapshot *s)
 	return d->backend || s->n_gpus ? 0 : -ENODEV;
 }
 
+/* Room for n more process-list rows (NVML's or KFD's) in s->nvml. */
+static int nvml_room(struct gs_snapshot *s, size_t n)
+{
+	struct gs_nvml_entry *ne;
+
+	if (!n)
+		return 0;
+	ne = realloc(s->nvml, (s->n_nvml + n) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	s->nvml = ne;
+	return 0;
+}
+
 /* Add NVML's process lists: they carry memory and name dead creators. */
 static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, struct holder_vec *hv)
 {
@@ -330,14 +344,9 @@ static int add_nvml_processes(struct gs_discover *d, struct gs_snapshot *s, stru
 		if (r < 0)
 			return r;
 		gs_gpuset_add(&s->nvml_listed, (unsigned)g);
-		if (n) {
-			struct gs_nvml_entry *ne = realloc(s->nvml, (s->n_nvml + n) * sizeof(*ne));
-
-			if (!ne) {
-				free(procs);
-				return -ENOMEM;
-			}
-			s->nvml = ne;
+		if (nvml_room(s, n) < 0) {
+			free(procs);
+			return -ENOMEM;
 		}
 		for (size_t i = 0; i < n; i++) {
 			struct gs_holder *h;
@@ -606,14 +615,9 @@ static int add_kfd_processes(struct gs_discover *d, struct gs_snapshot *s, struc
 		r = d->drm->ops->processes(d->drm, s->gpus[g].backend_index, &procs, &n);
 		if (r < 0)
 			return r;
-		if (n) {
-			struct gs_nvml_entry *ne = realloc(s->nvml, (s->n_nvml + n) * sizeof(*ne));
-
-			if (!ne) {
-				free(procs);
-				return -ENOMEM;
-			}
-			s->nvml = ne;
+		if (nvml_room(s, n) < 0) {
+			free(procs);
+			return -ENOMEM;
 		}
 		for (size_t i = 0; i < n; i++) {
 			struct gs_holder *h;
