@@ -55,32 +55,29 @@ echo "idle used: $IDLE MiB" | tee "$OUTD/restarters.md"
 echo '| scenario | options | verdict | exit | reclaim took | most used in the next 30 s | verdict agrees |' | tee -a "$OUTD/restarters.md"
 echo '|---|---|---|---|---|---|---|' | tee -a "$OUTD/restarters.md"
 
-# 1. A bash-loop supervisor (the shape of supervisord, pm2, docker
-# --restart): the restarted python spends seconds importing PyTorch before
-# it touches the GPU.
-for opts in "" "--include-parent"; do
-	rm -f "$WORK/loop.ready"
-	bash -c 'while true; do python3 "$1" plain "$2" 4; sleep 0.2; done' _ "$HOLDER" "$WORK/loop.ready" \
-		>"$WORK/loop.log" 2>&1 &
-	LOOP=$!
-	wait_file "$WORK/loop.ready" || { echo "loop holder not ready"; cat "$WORK/loop.log"; }
-	scenario "bash-loop" "$opts"
-	kill "$LOOP" 2>/dev/null; wait "$LOOP" 2>/dev/null
-	"$GS" reclaim -y -q --grace 2 >/dev/null 2>&1
-done
+# loop_scenario NAME [LAUNCHER...]: a bash-loop supervisor (the shape of
+# supervisord, pm2, docker --restart) restarting a PyTorch holder, through
+# LAUNCHER when given; the restarted python spends seconds importing PyTorch
+# before it touches the GPU. Reclaimed plainly and with --include-parent.
+loop_scenario() {
+	local name=$1 opts
+	shift
+	for opts in "" "--include-parent"; do
+		rm -f "$WORK/$name.ready"
+		bash -c 'h=$1 r=$2; shift 2; while true; do "$@" python3 "$h" plain "$r" 4; sleep 0.2; done' \
+			_ "$HOLDER" "$WORK/$name.ready" "$@" >"$WORK/$name.log" 2>&1 &
+		LOOP=$!
+		wait_file "$WORK/$name.ready" || { echo "$name holder not ready"; cat "$WORK/$name.log"; }
+		scenario "$name" "$opts"
+		kill "$LOOP" 2>/dev/null; wait "$LOOP" 2>/dev/null
+		"$GS" reclaim -y -q --grace 2 >/dev/null 2>&1
+	done
+}
 
-# 1b. The same loop restarting its job through a launcher (`timeout 600
-# python3 ...`): the restarter is above the launcher.
-for opts in "" "--include-parent"; do
-	rm -f "$WORK/tloop.ready"
-	bash -c 'while true; do timeout 600 python3 "$1" plain "$2" 4; sleep 0.2; done' _ "$HOLDER" "$WORK/tloop.ready" \
-		>"$WORK/tloop.log" 2>&1 &
-	LOOP=$!
-	wait_file "$WORK/tloop.ready" || { echo "timeout-loop holder not ready"; cat "$WORK/tloop.log"; }
-	scenario "timeout-loop" "$opts"
-	kill "$LOOP" 2>/dev/null; wait "$LOOP" 2>/dev/null
-	"$GS" reclaim -y -q --grace 2 >/dev/null 2>&1
-done
+# 1. The plain loop; 1b. the same loop restarting its job through a
+# launcher (`timeout 600 python3 ...`): the restarter is above the launcher.
+loop_scenario bash-loop
+loop_scenario timeout-loop timeout 600
 
 # 2. torchrun's elastic agent with --max-restarts=3 restarting its worker.
 for opts in "" "--include-parent"; do
