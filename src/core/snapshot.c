@@ -756,12 +756,9 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 			}
 			if (!any || !known || vram == 0)
 				continue; /* no figure, or nothing held: not a row */
-			e = realloc(s->nvml, (s->n_nvml + 1) * sizeof(*e));
-			if (!e) {
-				r = -ENOMEM;
+			r = nvml_room(s, 1);
+			if (r < 0)
 				break;
-			}
-			s->nvml = e;
 			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
 				.pid = sp->pid, .gpu = (unsigned)g, .mem_known = true, .mem_used = vram, .source = "fdinfo",
 			};
