@@ -843,7 +843,10 @@ static void add_drm_holder_memory(struct gs_snapshot *s)
 			if (!h->mem_source)
 				h->mem_source = e->source;
 			else if (strcmp(h->mem_source, e->source))
-				h->mem_source = strcmp(h->mem_source, "nvml") ? "kfd+fdinfo" : "mixed";
+				/* NVML's figure beside an AMD/Intel one is "mixed",
+				 * and stays so whatever row comes after. */
+				h->mem_source = strcmp(h->mem_source, "nvml") && strcmp(h->mem_source, "mixed") ?
+							"kfd+fdinfo" : "mixed";
 		}
 	}
 }
