@@ -756,12 +756,9 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 			}
 			if (!any || !known || vram == 0)
 				continue; /* no figure, or nothing held: not a row */
-			e = realloc(s->nvml, (s->n_nvml + 1) * sizeof(*e));
-			if (!e) {
-				r = -ENOMEM;
+			r = nvml_room(s, 1);
+			if (r < 0)
 				break;
-			}
-			s->nvml = e;
 			s->nvml[s->n_nvml++] = (struct gs_nvml_entry){
 				.pid = sp->pid, .gpu = (unsigned)g, .mem_known = true, .mem_used = vram, .source = "fdinfo",
 			};
@@ -846,7 +843,10 @@ static void add_drm_holder_memory(struct gs_snapshot *s)
 			if (!h->mem_source)
 				h->mem_source = e->source;
 			else if (strcmp(h->mem_source, e->source))
-				h->mem_source = strcmp(h->mem_source, "nvml") ? "kfd+fdinfo" : "mixed";
+				/* NVML's figure beside an AMD/Intel one is "mixed",
+				 * and stays so whatever row comes after. */
+				h->mem_source = strcmp(h->mem_source, "nvml") && strcmp(h->mem_source, "mixed") ?
+							"kfd+fdinfo" : "mixed";
 		}
 	}
 }

@@ -26,7 +26,7 @@ int gs_drm_fdwatch_set(struct gs_drm_fdwatch *w, const struct gs_scan_result *sc
 	}
 	free(w->refs);
 	w->refs = refs;
-	w->n = w->cap = n;
+	w->n = n;
 	return 0;
 }
 

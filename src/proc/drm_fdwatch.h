@@ -17,7 +17,7 @@
 
 struct gs_drm_fdwatch {
 	struct gs_drm_fdref *refs;
-	size_t n, cap;
+	size_t n;
 };
 
 /* Replace the list with the DRM fds of a full scan (those whose fdinfo was
