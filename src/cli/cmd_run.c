@@ -186,6 +186,21 @@ static bool restore_stopped(const struct gs_request *req, struct gs_reclaim *rc,
 	return true;
 }
 
+/* COMMAND did not run (the reclaim not clean, or it could not be started):
+ * with --restore, what was stopped for it goes back, its report on stderr.
+ * Returns whether rs holds a restore to render and free. */
+static bool restore_unrun(const struct gs_request *req, struct gs_reclaim *rc, struct gs_restore *rs, int *status)
+{
+	bool restored;
+
+	if (!req->restore || !rc->recorded.n)
+		return false;
+	restored = restore_stopped(req, rc, rs, status);
+	if (restored && !req->json)
+		gs_print_restore_report(stderr, rs);
+	return restored;
+}
+
 int gs_cmd_run(const struct gs_request *cli)
 {
 	struct gs_request req = *cli;
@@ -231,11 +246,7 @@ int gs_cmd_run(const struct gs_request *cli)
 		gs_err("COMMAND not run: the reclaim's verdict is %s", gs_verdict_name(rc.rep.verdict));
 		/* What it stopped for COMMAND goes back: a service left
 		 * stopped for a job that never ran helps nobody. */
-		if (req.restore && rc.recorded.n) {
-			restored = restore_stopped(&req, &rc, &rs, &status);
-			if (restored && !req.json)
-				gs_print_restore_report(stderr, &rs);
-		}
+		restored = restore_unrun(&req, &rc, &rs, &status);
 		if (req.json)
 			emit_json(&req, &rc.rep, &job, restored ? &rs : NULL, false, status);
 		if (restored)
@@ -259,6 +270,8 @@ int gs_cmd_run(const struct gs_request *cli)
 	} else if (r < 0) {
 		gs_err("cannot start '%s': %s", req.run_argv[0], strerror(-r));
 		status = GS_EXIT_NOT_CLEAN;
+		/* As when the reclaim is not clean: COMMAND never ran. */
+		restored = restore_unrun(&req, &rc, &rs, &status);
 	} else {
 		if (job.exec_errno)
 			gs_err("cannot run '%s': %s", req.run_argv[0], strerror(job.exec_errno));

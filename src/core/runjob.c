@@ -80,15 +80,8 @@ int gs_pidset_add(struct gs_pidset *s, pid_t pid, uint64_t starttime)
 {
 	if (gs_pidset_has(s, pid, starttime))
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
-		void *v = realloc(s->v, cap * sizeof(*s->v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (GS_ARRAY_RESERVE(s->v, s->cap, s->n) < 0)
+		return -ENOMEM;
 	s->v[s->n].pid = pid;
 	s->v[s->n].starttime = starttime;
 	s->n++;
@@ -499,13 +492,13 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	}
 
 	t0_ns = gs_now_ns();
-	w.t0_ms = gs_now_ms();
-	job->started_unix_ms = (uint64_t)time(NULL) * 1000;
+	w.t0_ms = t0_ns / 1000000;
 	{
-		struct timespec ts;
+		struct timespec ts = { 0 };
 
-		if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
-			job->started_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		/* CLOCK_REALTIME is always there: no fallback to keep. */
+		(void)clock_gettime(CLOCK_REALTIME, &ts);
+		job->started_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	}
 	r = spawn(req->run_argv, &old, &w.child, &job->exec_errno);
 	if (r < 0)

@@ -8,8 +8,6 @@
 #include <signal.h>
 #include <string.h>
 
-/* Why a holder is left alone; a dead PID only KFD lists says so (the
- * plan's reasons name NVML, which listed every dead PID before AMD GPUs). */
 /* An NVIDIA GPU of the verdict whose memory was not polled. */
 static bool has_unpolled_nvidia(const struct gs_snapshot *s, const struct gs_verify_result *v)
 {
@@ -19,6 +17,8 @@ static bool has_unpolled_nvidia(const struct gs_snapshot *s, const struct gs_ver
 	return false;
 }
 
+/* Why a holder is left alone; a dead PID only KFD lists says so (the
+ * plan's reasons name NVML, which listed every dead PID before AMD GPUs). */
 static const char *leave_text(const struct gs_leftalone *l, const struct gs_holder *h)
 {
 	if (l->why == GS_LEAVE_DEAD && h->kfd_listed && !h->nvml_listed)
@@ -238,7 +238,6 @@ static bool held_with_no_process(const struct gs_reclaim_report *r, const struct
 	       gv->unowned > (r->plan ? r->plan->tolerance : 0) && r->verify && !r->verify->interrupted;
 }
 
-/* The summary as built, before escaping: names and messages as they came. */
 /* A restart its unit's manager has scheduled or begun, or one that follows
  * once the unit's other processes are gone (restarter.h). */
 static const char *scheduled_what(const struct gs_respawn *rs)
@@ -247,6 +246,7 @@ static const char *scheduled_what(const struct gs_respawn *rs)
 							: "will restart it";
 }
 
+/* The summary as built, before escaping: names and messages as they came. */
 static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len)
 {
 	const struct gs_verify_result *v = r->verify;

@@ -444,8 +444,9 @@ no_zombies_of() { [ "$(zombies_of "$1")" = 0 ]; }
 	# A holder the fd scan alone would see: the scans fail before it.
 	start_holder intruder --gpu 0 --mib 512
 	# Nothing outside gpuslate shows that a scan failed (the summary
-	# comes at the end): six scan periods, room for a loaded machine.
-	sleep 3
+	# comes at the end): ten scan periods, room for a loaded 2-core
+	# machine running the sanitizer build.
+	sleep 5
 	job_go j 0
 	bg_wait job
 	rm -f "$FAKE_NVML_STATE/inject"
