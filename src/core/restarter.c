@@ -428,8 +428,7 @@ static int container_restarter(struct gs_plan *p, const struct gs_snapshot *s, c
 	const char *rt = o->kind == GS_OWNER_DOCKER ? "docker" : "podman";
 	char policy[64] = "";
 
-	if (!env->container_policy || env->container_policy(env->container_ud ? env->container_ud : env->ud, rt, o->name, policy,
-						      sizeof(policy)) < 0 ||
+	if (!env->container_policy || env->container_policy(env->container_ud, rt, o->name, policy, sizeof(policy)) < 0 ||
 	    !policy[0] || !strcmp(policy, "no"))
 		return 0;
 	memset(ret, 0, sizeof(*ret));
