@@ -313,12 +313,6 @@ const struct gs_pidstat *gs_restarter_above_launchers(const struct gs_ptable *pt
 	return par;
 }
 
-/* Is pp, the live parent of target t, a supervisor that would start it
- * again? Not PID 1 or a namespace's init, not systemd, not a target, not
- * gpuslate's ancestor (the shell that ran gpuslate), not a protected
- * daemon or a launcher that starts once (sudo, slurmstepd), not in another cgroup (a container's shim, a service manager:
- * their restarts are the container's or unit's policy), not a shell a
- * person types into. */
 /* Would stopping parent par end a GPU holder that stays: par holds a GPU
  * itself (left alone, or a target's parent that also holds another GPU),
  * or a holder that is not a target descends from it (a supervisor ends its
@@ -348,7 +342,13 @@ static bool is_job_launcher(const char *comm)
 	return !strcmp(comm, "slurmstepd");
 }
 
-/* *ret_interactive: par passed every test but the last, it is a shell a
+/* Is par, the live parent of target t (above any launchers), a supervisor
+ * that would start it again? Not PID 1 or a namespace's init, not systemd,
+ * not a target, not gpuslate's ancestor (the shell that ran gpuslate), not
+ * a protected daemon or a launcher that starts once (sudo, slurmstepd), not
+ * in another cgroup (a container's shim, a service manager: their restarts
+ * are the container's or unit's policy), not a shell a person types into.
+ * *ret_interactive: par passed every test but the last, it is a shell a
  * person types into (not a supervisor, but watched: see gs_target). */
 static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
 			       const struct gs_restarter_env *env, const struct gs_pidstat *par,
@@ -356,7 +356,6 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 			       char *stop_with, size_t stop_len)
 {
 	pid_t ends = 0;
-
 	const struct gs_pidstat *gp;
 	struct gs_owner po;
 	char *cmd = NULL, in[256] = "";
@@ -429,8 +428,7 @@ static int container_restarter(struct gs_plan *p, const struct gs_snapshot *s, c
 	const char *rt = o->kind == GS_OWNER_DOCKER ? "docker" : "podman";
 	char policy[64] = "";
 
-	if (!env->container_policy || env->container_policy(env->container_ud ? env->container_ud : env->ud, rt, o->name, policy,
-						      sizeof(policy)) < 0 ||
+	if (!env->container_policy || env->container_policy(env->container_ud, rt, o->name, policy, sizeof(policy)) < 0 ||
 	    !policy[0] || !strcmp(policy, "no"))
 		return 0;
 	memset(ret, 0, sizeof(*ret));

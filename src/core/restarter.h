@@ -72,7 +72,7 @@ struct gs_restarter_env {
 	void *unit_ud;
 	/* Restart policy of container id of runtime ("no", "always", ...). */
 	int (*container_policy)(void *ud, const char *runtime, const char *id, char *ret, size_t len);
-	void *container_ud;      /* NULL: ud */
+	void *container_ud;
 	/* A process's command line (argv joined with spaces; malloc'd), its
 	 * stdin's target, its cgroup text (as in /proc/PID/...): 0 or -errno. */
 	int (*read_cmdline)(void *ud, pid_t pid, char **ret);

@@ -78,7 +78,8 @@ child_of() { cat "$BATS_TEST_TMPDIR/$1.child"; }
 }
 
 @test "restarters: a supervisor that sleeps 1 s before restarting is still caught by the watch" {
-	# 1 s: a second of room below the watch's 2 s on a loaded machine.
+	# 1 s: 1.5 s of room below a supervising parent's 2.5 s watch on a
+	# loaded machine.
 	loop sup 1 1000
 
 	run --separate-stderr gs reclaim -y --json

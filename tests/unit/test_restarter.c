@@ -191,7 +191,7 @@ static void plan(struct world *w, const char *gpus, bool include_parent)
 {
 	struct gs_restarter_env env = {
 		.self = SELF, .include_parent = include_parent, .unit_props = unit_props, .unit_ud = w,
-		.container_policy = container_policy, .read_cmdline = read_cmdline, .read_stdin = read_stdin,
+		.container_policy = container_policy, .container_ud = w, .read_cmdline = read_cmdline, .read_stdin = read_stdin,
 		.read_cgroup = read_cgroup, .ud = w,
 	};
 	char err[256] = "";
