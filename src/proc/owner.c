@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/util.h"
@@ -425,10 +426,28 @@ static bool classify_user(const struct cgpath *p, struct gs_owner *o)
 
 		if (middle(p->c[i], "user@", ".service", &m, &ml)) {
 			o->kind = GS_OWNER_USER_UNIT;
-			(void)parse_u32_span(m, ml, &o->uid); /* leaves 0 on garbage */
-			/* user@UID.service/init.scope is the user manager itself */
-			if (!innermost_unit(p, i + 1, o->name, sizeof(o->name)))
+			/* A uid that does not parse names no manager to ask: no
+			 * unit cgroup either (unit_cg_len stays 0 below). */
+			if (!parse_u32_span(m, ml, &o->uid)) {
+				o->uid = 0;
+				if (!innermost_unit(p, i + 1, o->name, sizeof(o->name)))
+					gs_strlcpy(o->name, p->c[i], sizeof(o->name));
+				return true;
+			}
+			/* Units of the user's manager, as the host's units are the
+			 * host manager's: the outermost below user@UID.service,
+			 * and below a second unit a delegation boundary. The user
+			 * manager runs in the host's cgroup namespace: it names
+			 * the unit's cgroup from the root, as the path does.
+			 * user@UID.service/init.scope is the manager itself. */
+			if (!owning_unit(p, i + 1, o, o->name, sizeof(o->name), o->unit, sizeof(o->unit)))
 				gs_strlcpy(o->name, p->c[i], sizeof(o->name));
+			else if (o->unit_cg_len && !p->outside_ns) {
+				size_t end = (size_t)o->unit_cg_start + o->unit_cg_len;
+
+				o->unit_cg_start = 0;
+				o->unit_cg_len = (unsigned short)end;
+			}
 			return true;
 		}
 		if (middle(p->c[i], "session-", ".scope", &m, &ml)) {
@@ -613,6 +632,45 @@ next:
 	}
 	memset(ret, 0, sizeof(*ret));
 	return -EINVAL;
+}
+
+const char *gs_unit_scope_user(char *buf, size_t len, unsigned uid)
+{
+	snprintf(buf, len, "user/%u", uid);
+	return buf;
+}
+
+bool gs_unit_scope_is_user(const char *container, unsigned *ret_uid)
+{
+	unsigned uid;
+
+	if (!gs_startswith(container, "user/") || !parse_u32_span(container + 5, strlen(container + 5), &uid))
+		return false;
+	if (ret_uid)
+		*ret_uid = uid;
+	return true;
+}
+
+const char *gs_unit_scope_text(const char *container, char *buf, size_t len)
+{
+	unsigned uid;
+	size_t o = 0;
+
+	if (gs_unit_scope_is_user(container, &uid)) {
+		snprintf(buf, len, " of user %u", uid);
+		return buf;
+	}
+	if (!container[0] || len < 16) {
+		if (len)
+			buf[0] = '\0';
+		return buf;
+	}
+	o = (size_t)snprintf(buf, len, " in CT ");
+	/* A CT name comes from a cgroup path: printable bytes only. */
+	for (const char *c = container; *c && o + 1 < len; c++)
+		buf[o++] = (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+	buf[o] = '\0';
+	return buf;
 }
 
 int gs_owner_unit_cgroup(const struct gs_owner *o, char *buf, size_t len)
