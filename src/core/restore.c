@@ -159,23 +159,33 @@ static void read_unit_show(struct gs_restore_item *it, char *text)
 	}
 }
 
-/* "2026-12-05T22:40:01.123456789Z" (docker, podman: RFC 3339, UTC or an
- * offset) in unix seconds; 0 when unreadable or the zero time docker
- * reports for a container that never exited. */
-static int64_t rfc3339_seconds(const char *s)
+/* A container's FinishedAt in unix seconds: docker prints RFC 3339
+ * ("2026-12-05T22:40:01.123456789Z"), podman Go's default ("2026-12-05
+ * 22:40:01.123456789 +0000 UTC"); an offset "+01:00" or "+0100". 0 when
+ * unreadable, or the zero time of a container that never exited. */
+static int64_t finished_at_seconds(const char *s)
 {
 	struct tm tm = { 0 };
-	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	const char *p = strptime(s, "%Y-%m-%d", &tm);
 	int64_t t;
 
+	if (!p || (*p != 'T' && *p != ' '))
+		return 0;
+	p = strptime(p + 1, "%H:%M:%S", &tm);
 	if (!p || tm.tm_year < 71)
 		return 0;
 	t = (int64_t)timegm(&tm);
-	while (*p == '.' || (*p >= '0' && *p <= '9'))
+	if (*p == '.')
+		while (*++p >= '0' && *p <= '9')
+			;
+	while (*p == ' ')
 		p++;
-	if ((*p == '+' || *p == '-') && strlen(p) >= 6 && p[3] == ':') {
-		int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+	if ((*p == '+' || *p == '-') && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9') {
+		const char *m = p[3] == ':' ? p + 4 : p + 3;
+		int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600;
 
+		if (m[0] >= '0' && m[0] <= '9' && m[1] >= '0' && m[1] <= '9')
+			off += ((m[0] - '0') * 10 + (m[1] - '0')) * 60;
 		t += *p == '+' ? -off : off;
 	}
 	return t;
@@ -191,7 +201,7 @@ static void read_container_inspect(struct gs_restore_item *it, char *text)
 	gs_strlcpy(it->state_now, !strcmp(text, "true") ? "running" : !strcmp(text, "false") ? "stopped" : "",
 		   sizeof(it->state_now));
 	if (sp)
-		it->inactive_since = rfc3339_seconds(gs_strstrip(sp));
+		it->inactive_since = finished_at_seconds(gs_strstrip(sp));
 }
 
 /* Is it running now? Fills state_now ("" when the manager could not say:
