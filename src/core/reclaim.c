@@ -211,10 +211,19 @@ void gs_last_reclaim_record(const struct gs_reclaim_report *rep)
 	const char *path = gs_last_reclaim_path(buf, sizeof(buf));
 	int fd, n;
 
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* A new file of ours (mkostemp: O_EXCL), never one someone put at a
+	 * name we would use: where fs.protected_regular is 0, root would write
+	 * into another user's file, then rename it into place as the record. */
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return;
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (fchmod(fd, 0644) < 0) {
+		close(fd);
+		(void)unlink(tmp);
+		return;
+	}
 	n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)time(NULL), (int)rep->exit_status,
 		     gs_verdict_name(rep->verdict));
 	if (write(fd, line, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
