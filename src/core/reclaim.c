@@ -671,6 +671,32 @@ static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
 	return 0;
 }
 
+int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const struct gs_snapshot *s,
+			       const struct gs_ptable *pt, bool include_parent)
+{
+	struct gs_restarter_env env = {
+		.self = rc->d.self,
+		.include_parent = include_parent,
+		.no_units = rc->req->no_units,
+		.unit_props = unit_props_cached,
+		.unit_ud = rc,
+		.container_policy = container_policy_cached,
+		.container_ud = rc,
+		.read_cmdline = gs_restarter_read_cmdline,
+		.read_stdin = gs_restarter_read_stdin,
+		.read_cgroup = gs_restarter_read_cgroup,
+		.is_pidns_init = gs_discover_is_pidns_init,
+		.pidns_ud = &rc->d,
+		.launch_kind = gs_launch_kind_proc,
+		.launch_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
+		.ud = &rc->query,
+	};
+
+	/* The questions of this plan share a deadline of their own. */
+	rc->query.deadline_ms = gs_now_ms() + rc->query.timeout_ms;
+	return gs_restarters_plan(p, s, pt, &env);
+}
+
 /* Find what would restart each target (restarter.h), asking systemctl and
  * the container runtimes with deadlines. */
 static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)

@@ -122,7 +122,12 @@ static int parse_record(json_t *o, size_t idx, struct gs_stopped_rec *r, char *e
 			gs_seterr(err, errlen, "record %zu: no \"reclaim\" object", idx + 1);
 		return -EINVAL;
 	}
-	/* A user's unit: its manager is that user's (owner.h gs_unit_scope_user). */
+	/* A user's unit: its manager is that user's (owner.h gs_unit_scope_user).
+	 * The scope is spelled only as "user"; a "container" is a CT's name. */
+	if (!strcmp(kind, "unit") && r->container[0] && !gs_stopped_name_ok(r->container, sizeof(r->container))) {
+		gs_seterr(err, errlen, "record %zu: not a systemd unit gpuslate could have stopped", idx + 1);
+		return -EINVAL;
+	}
 	{
 		json_t *u = json_object_get(o, "user");
 

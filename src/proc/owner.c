@@ -418,13 +418,30 @@ static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 	return false;
 }
 
+/* Is c[i] user@UID.service where logind puts a user's manager, below
+ * user.slice/user-UID.slice and below no unit? Anywhere else (a delegated
+ * subtree of a service: /system.slice/ci.service/user@0.service/...) it
+ * is a cgroup someone named so, and the unit above it owns the process. */
+static bool user_manager_at(const struct cgpath *p, size_t i)
+{
+	const char *m;
+	size_t ml;
+
+	if (i < 2 || !middle(p->c[i - 1], "user-", ".slice", &m, &ml) || strcmp(p->c[i - 2], "user.slice"))
+		return false;
+	for (size_t k = 0; k < i; k++)
+		if (is_unit(p->c[k]))
+			return false;
+	return true;
+}
+
 static bool classify_user(const struct cgpath *p, struct gs_owner *o)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const char *m;
 		size_t ml;
 
-		if (middle(p->c[i], "user@", ".service", &m, &ml)) {
+		if (middle(p->c[i], "user@", ".service", &m, &ml) && user_manager_at(p, i)) {
 			o->kind = GS_OWNER_USER_UNIT;
 			/* A uid that does not parse names no manager to ask: no
 			 * unit cgroup either (unit_cg_len stays 0 below). */

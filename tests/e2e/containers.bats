@@ -185,6 +185,38 @@ restores_container() {
 	assert_dead "$first"
 }
 
+# run --guard (issue 28): an intruder in a --restart=always container is
+# stopped through the runtime, as reclaim would, and stays stopped; a
+# signal would have the runtime restart it, and the guard signal it again
+# on every scan.
+guards_restart_always() {
+	use "$1"
+	local d=$BATS_TEST_TMPDIR
+	bg job gs run -y --guard --grace 1 --json -- \
+		bash -c ': >"$1/started"; while [ ! -e "$1/go" ]; do sleep 0.1; done' _ "$d"
+	wait_for 15 test -e "$d/started"
+	world_container_run "$RUNTIME" intruder --restart=always -- "$GS_HOLDER" --gpu 0 --mib 1000 \
+		--ready-file "$GS_HOST/i.ready"
+	first=$CONTAINER_PID
+	wait_for 20 eval '[ "$(running "$WORLD_CNAME")" = "false 0" ]'
+	stays_for 2 stays_down "$WORLD_CNAME" 0
+	: >"$d/go"
+	bg_wait job 30
+	assert_eq "$BG_STATUS" 9 "exit status (an intruder came)"
+	output=$BG_OUT
+	assert_eq "$(jqo '[.run.intruders[] | "\(.pid) \(.stopped) \(.outcome)"] | join(";")')" \
+		"$first true stopped: stopped-with-unit" "one intruder, stopped through the runtime"
+	assert_dead "$first"
+}
+
+@test "docker: run --guard stops an intruder of a --restart=always container through docker, once; it stays stopped" {
+	guards_restart_always docker
+}
+
+@test "podman: run --guard stops an intruder of a --restart=always container through podman, once; it stays stopped" {
+	guards_restart_always podman
+}
+
 # A container the reclaim stopped (its record 10 s before now) that the
 # operator started and stopped again since: theirs, not started; a record
 # of one removed since: gone, dropped.

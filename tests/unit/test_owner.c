@@ -347,6 +347,15 @@ static void test_user_unit_cgroup(void **state)
 		{ "0::/user.slice/user-x.slice/user@x.service/app.slice/a.service\n", "a.service", "", false },
 		{ "0::/../user.slice/user-1000.slice/user@1000.service/app.slice/a.service\n", "a.service", "", false },
 	};
+	struct gs_owner d;
+
+	/* Named user@0.service inside a service's delegated subtree: the
+	 * service owns it, never root's user manager. */
+	assert_int_equal(gs_owner_from_cgroup("0::/system.slice/ci.service/user@0.service/app.slice/evil.service\n", &d),
+			 0);
+	assert_int_equal(d.kind, GS_OWNER_UNIT);
+	assert_string_equal(d.name, "ci.service");
+	assert_true(d.delegated);
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct gs_owner o;
