@@ -255,15 +255,15 @@ static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
 			continue;
 		}
 		check_now(it, have_pct, timeout_ms);
+		if (running_state(it->state_now)) {
+			it->outcome = GS_RESTORE_ALREADY_RUNNING;
+			continue;
+		}
 		if (it->gone) {
 			it->outcome = GS_RESTORE_GONE;
 			snprintf(it->error, sizeof(it->error),
 				 "its manager has no such %s any more (transient, or removed since): record dropped",
 				 it->rec.kind == GS_STOPPED_UNIT ? "unit" : "container");
-			continue;
-		}
-		if (running_state(it->state_now)) {
-			it->outcome = GS_RESTORE_ALREADY_RUNNING;
 			continue;
 		}
 		/* Went inactive (a container: exited) after the reclaim's stop
