@@ -56,7 +56,7 @@ enum gs_launch_kind gs_launch_kind_proc(void *ud, pid_t pid, const char *comm)
 	int proc_fd = (int)(intptr_t)ud, fd;
 	char dir[32], path[4096];
 	const char *base;
-	struct stat st;
+	struct statx st;
 	ssize_t n;
 
 	snprintf(dir, sizeof(dir), "%d", (int)pid);
@@ -64,8 +64,9 @@ enum gs_launch_kind gs_launch_kind_proc(void *ud, pid_t pid, const char *comm)
 	if (fd < 0)
 		return gs_launch_kind_of_name(comm);
 	n = readlinkat(fd, "exe", path, sizeof(path) - 1);
-	/* The file through the link, as the kernel runs it (even deleted). */
-	if (n <= 0 || fstatat(fd, "exe", &st, 0) < 0) {
+	/* The file through the link, as the kernel runs it (even deleted);
+	 * the attributes the kernel has, never a hung file server's answer. */
+	if (n <= 0 || statx(fd, "exe", AT_STATX_DONT_SYNC, STATX_UID | STATX_MODE, &st) < 0) {
 		close(fd);
 		return gs_launch_kind_of_name(comm);
 	}
@@ -74,7 +75,7 @@ enum gs_launch_kind gs_launch_kind_proc(void *ud, pid_t pid, const char *comm)
 	if ((size_t)n > sizeof(deleted) - 1 && !strcmp(path + n - (sizeof(deleted) - 1), deleted))
 		path[(size_t)n - (sizeof(deleted) - 1)] = '\0';
 	/* Anyone's copy of `timeout` may do anything. */
-	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+	if (st.stx_uid != 0 || (st.stx_mode & (S_IWGRP | S_IWOTH)))
 		return GS_LAUNCH_NONE;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
