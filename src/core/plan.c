@@ -282,11 +282,17 @@ static int choose_unit(struct gs_plan *p, const struct gs_snapshot *s, const str
 	if (sel->no_units || o->delegated || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0 ||
 	    !unit_stop_is_contained(p, s, o))
 		return -1;
-	if (o->kind == GS_OWNER_UNIT && gs_endswith(o->name, ".service") && !gs_unit_is_infrastructure(o->name)) {
+	if ((o->kind == GS_OWNER_UNIT || o->kind == GS_OWNER_USER_UNIT) && gs_endswith(o->name, ".service") &&
+	    !gs_unit_is_infrastructure(o->name)) {
+		char scope[32] = "";
+
 		/* Never stop the unit gpuslate itself runs in. */
 		if (cgroup_within(self_owner->cgroup, o->cgroup, (size_t)o->unit_cg_start + o->unit_cg_len))
 			return -1;
-		return unit_index(p, o->name, "", cg);
+		/* A user's unit: stopped through that user's manager. */
+		if (o->kind == GS_OWNER_USER_UNIT)
+			gs_unit_scope_user(scope, sizeof(scope), o->uid);
+		return unit_index(p, o->name, scope, cg);
 	}
 	if (o->kind == GS_OWNER_LXC && gs_endswith(o->unit, ".service") && !gs_unit_is_infrastructure(o->unit) &&
 	    (sel->have_pct || sel->have_lxc_attach))
@@ -696,16 +702,34 @@ static bool namespace_end_ends(const struct gs_holder *init, const struct gs_hol
 static bool may_be_unit_main(const struct gs_holder *t, const struct gs_ptable *pt, const struct gs_selection *sel)
 {
 	const struct gs_pidstat *st = gs_ptable_find(pt, t->pid);
-	const struct gs_pidstat *parent = st ? gs_ptable_find(pt, st->ppid) : NULL;
 	pid_t main_pid;
 
 	if (!t->info.owner.unit_cg_len)
 		return false; /* not in a unit */
 	/* The manager's word, where it has one for the unit of this cgroup:
-	 * exact. Otherwise the guess below, the safe way. */
+	 * exact. A main process that is a launcher or a shell (`timeout 1d
+	 * python`, `bash -c '... && python'`) ends when the target ends,
+	 * through every launcher and shell between: the target is main too.
+	 * Otherwise the guess below, the safe way. */
 	if (sel->unit_main_pid && sel->unit_main_pid(sel->unit_main_pid_ud, &t->info.owner, &main_pid) == 0)
-		return main_pid == t->pid;
-	return !st || st->ppid <= 1 || (parent && !strcmp(parent->comm, "systemd"));
+		return main_pid == t->pid || gs_launcher_chain_to(pt, t->pid, main_pid, sel->launch_kind,
+								   sel->launch_kind_ud);
+	/* The manager's child, or one below it through launchers and shells
+	 * only. */
+	for (int depth = 0; st && depth < 64; depth++) {
+		const struct gs_pidstat *parent = gs_ptable_find(pt, st->ppid);
+
+		if (st->ppid <= 1)
+			return true;
+		if (!parent)
+			return false;
+		if (!strcmp(parent->comm, "systemd"))
+			return true;
+		if (gs_launch_kind_ask(sel->launch_kind, sel->launch_kind_ud, parent) == GS_LAUNCH_NONE)
+			return false;
+		st = parent;
+	}
+	return true; /* a chain longer than any real one: the safe way */
 }
 
 /* A holder whose cgroup could not be read may be inside the unit. */

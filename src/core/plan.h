@@ -13,6 +13,7 @@
 #include "core/filters.h"
 #include "core/snapshot.h"
 #include "proc/ptable.h"
+#include "proc/launcher.h"
 #include "core/restarter.h"
 
 enum gs_action {
@@ -56,7 +57,9 @@ struct gs_target {
 
 struct gs_unit_stop {
 	char unit[256];
-	char container[256]; /* LXC/Proxmox CT id when the unit runs inside one, "" on the host */
+	/* LXC/Proxmox CT id when the unit runs inside one, "user/UID" for a
+	 * user's unit (gs_unit_scope_user), "" on the host */
+	char container[256];
 	/* The unit's cgroup as its manager must report it (ControlGroup=):
 	 * the stop stage stops the unit only when the manager's unit of that
 	 * name is the one these processes are in. */
@@ -117,6 +120,10 @@ struct gs_selection {
 	 * way. */
 	int (*unit_main_pid)(void *ud, const struct gs_owner *o, pid_t *ret);
 	void *unit_main_pid_ud;
+	/* What a process is, launcher or shell (proc/launcher.h): the
+	 * unit-main rule looks through them. NULL: by comm. */
+	gs_launch_kind_fn launch_kind;
+	void *launch_kind_ud;
 	/* When set, a holder it says no to is left alone as not selected and
 	 * never taken by association (as a target's descendant or group
 	 * member): run --guard acts on the new intruders only, and the rules

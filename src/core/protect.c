@@ -129,3 +129,12 @@ enum gs_protection gs_protection_of(const struct gs_procinfo *in)
 		return GS_PROT_VERIFIED;
 	return GS_PROT_UNVERIFIED;
 }
+
+bool gs_is_drm_monitor(const struct gs_procinfo *in)
+{
+	/* By the executable, as protection is: a process that only calls
+	 * itself nvtop (PR_SET_NAME, a symlink, exec -a) while it holds VRAM
+	 * is a holder like any other, a target and a --guard intruder. */
+	return in->exe_ok && in_list(drm_monitor_names, GS_ARRAY_SIZE(drm_monitor_names), in->exe_name) &&
+	       in->exe_stat_ok && in->exe_uid == 0 && !(in->exe_mode & (S_IWGRP | S_IWOTH));
+}

@@ -28,6 +28,11 @@ bool gs_claims_protection(const struct gs_procinfo *in);
  * nothing anyone asked for. A name any process can take, so it only ever
  * spares a process, never makes one a target. */
 bool gs_is_drm_monitor_name(const char *comm, const char *argv0_name);
+/* A monitor by its executable: named so, root's and writable by nobody
+ * else (read with gs_procinfo_read_exe_stat). Only such a one is a client
+ * although it holds VRAM; a process that merely takes the name is not. */
+struct gs_procinfo;
+bool gs_is_drm_monitor(const struct gs_procinfo *in);
 
 enum gs_protection {
 	GS_PROT_NONE,        /* does not claim a protected name */

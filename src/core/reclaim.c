@@ -2,6 +2,7 @@
  * verdict. See reclaim.h. */
 #include "core/reclaim.h"
 #include "core/stopped.h"
+#include "proc/launcher.h"
 #include "util/sanitize.h"
 #include "util/lockwait.h"
 #include "util/util.h"
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,10 +211,19 @@ void gs_last_reclaim_record(const struct gs_reclaim_report *rep)
 	const char *path = gs_last_reclaim_path(buf, sizeof(buf));
 	int fd, n;
 
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* A new file of ours (mkostemp: O_EXCL), never one someone put at a
+	 * name we would use: where fs.protected_regular is 0, root would write
+	 * into another user's file, then rename it into place as the record. */
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return;
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (fchmod(fd, 0644) < 0) {
+		close(fd);
+		(void)unlink(tmp);
+		return;
+	}
 	n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)time(NULL), (int)rep->exit_status,
 		     gs_verdict_name(rep->verdict));
 	if (write(fd, line, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
@@ -248,7 +259,7 @@ static bool stopped_through_manager(const struct gs_target *t, const struct gs_s
 }
 
 static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_result *stop, const struct gs_snapshot *s,
-			      const struct gs_ptable *pt, pid_t self, bool *ret_parents_only)
+			      const struct gs_ptable *pt, pid_t self, int proc_fd, bool *ret_parents_only)
 {
 	uint64_t ms = 0, other = 0;
 
@@ -261,6 +272,11 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 
 		if (stopped_through_manager(t, stop))
 			continue; /* systemd and the runtimes do not restart what they stopped */
+		/* A loop typed at an interactive shell restarts as slowly as a
+		 * script's: the same watch. The shell outlives the watch, so it
+		 * is never a parents-only one. */
+		if (t->shell_parent > 0)
+			other = GS_MAX(other, GS_RESPAWN_WATCH_PARENT_MS);
 		if (rs && rs->kind == GS_RESTARTER_PARENT) {
 			const struct gs_pidstat *ps = gs_ptable_find(pt, rs->pid);
 			pid_t gpp = ps ? ps->ppid : 0;
@@ -295,7 +311,7 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 		 * On the H200 a watch for the launcher itself was the second
 		 * ns_init paid above the floor. */
 		{
-			const struct gs_pidstat *up = gs_restarter_above_launchers(pt, pp);
+			const struct gs_pidstat *up = gs_launcher_skip(pt, pp, gs_launch_kind_proc, (void *)(intptr_t)proc_fd);
 
 			if (pp <= 1 || !up || up->pid <= 1 || gs_plan_find_target(p, up->pid) ||
 			    gs_ptable_is_ancestor(pt, up->pid, self))
@@ -350,7 +366,14 @@ static int check_scheduled_restarts(struct gs_reclaim *rc)
 		nr->scheduled = true;
 		nr->by_identity = true; /* before it opens the GPU, as a recognised restart */
 		snprintf(nr->state, sizeof(nr->state), "%s/%s", st.active, st.sub);
-		if (rs->container[0]) {
+		if (gs_unit_scope_is_user(rs->container, NULL)) {
+			char where[96];
+
+			snprintf(nr->by, sizeof(nr->by), "unit %.150s%s", rs->name,
+				 gs_unit_scope_text(rs->container, where, sizeof(where)));
+			snprintf(nr->stop_with, sizeof(nr->stop_with), "systemctl --user stop %.120s as that user, or %.150s",
+				 rs->name, rs->stop_with);
+		} else if (rs->container[0]) {
 			snprintf(nr->by, sizeof(nr->by), "unit %.150s in CT %.100s", rs->name, rs->container);
 			snprintf(nr->stop_with, sizeof(nr->stop_with), "pct exec %.60s -- systemctl stop %.100s, or %.120s",
 				 rs->container, rs->name, rs->stop_with);
@@ -433,13 +456,57 @@ static const struct gs_pidstat *child_toward(const struct gs_ptable *pt, pid_t p
 	return NULL;
 }
 
+/* The identity of what id's parent (or cgroup) would start again for
+ * target pid: the parent's child on the way to the target (the target, or
+ * the launcher or wrapper script the parent restarts it through), its
+ * executable and command line. Nothing is added when it is gone already or
+ * unreadable: the holder re-scan still sees a restart. */
+static int add_ident(struct gs_respawn_watch *w, const struct gs_ptable *pt, int proc_fd, struct gs_watch_ident *id,
+		     pid_t pid)
+{
+	const struct gs_pidstat *c = child_toward(pt, id->parent, pid);
+	struct gs_watch_ident *ni;
+	char path[32];
+	ssize_t n;
+	int fd, r;
+
+	if (!c)
+		return 0;
+	id->was = c->pid;
+	id->was_starttime = c->starttime;
+	snprintf(path, sizeof(path), "%d/exe", (int)id->was);
+	n = readlinkat(proc_fd, path, id->exe, sizeof(id->exe) - 1);
+	if (n < 0)
+		return 0;
+	id->exe[n] = '\0';
+	snprintf(path, sizeof(path), "%d", (int)id->was);
+	fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = gs_procinfo_read_cmdline(fd, &id->cmdline);
+	close(fd);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	ni = realloc(w->idents, (w->n_idents + 1) * sizeof(*ni));
+	if (!ni) {
+		free(id->cmdline);
+		id->cmdline = NULL;
+		return -ENOMEM;
+	}
+	w->idents = ni;
+	ni[w->n_idents++] = *id;
+	id->cmdline = NULL;
+	return 0;
+}
+
 /* The supervising parents and what they started, read before the stop
  * (the targets' executables and command lines are gone after it). An
  * interactive shell parent is watched the same way, though it is no
  * restarter: a `while true` typed at it restarts the target, and its new
  * child with the target's identity is the only sign of that before the
- * child opens the GPU. Only the watch's length (the 1 s of any live
- * parent) is spent on it: nothing of it is ever stopped. */
+ * child opens the GPU. Only the watch's length (the 2.5 s of a
+ * supervising parent: what it restarts imports as long) is spent on it:
+ * nothing of it is ever stopped. */
 static int build_watch(struct gs_reclaim *rc)
 {
 	const struct gs_plan *p = &rc->plan;
@@ -458,8 +525,7 @@ static int build_watch(struct gs_reclaim *rc)
 	}
 	for (size_t i = 0; i < p->n_targets; i++) {
 		const struct gs_target *t = &p->targets[i];
-		const struct gs_pidstat *sh = t->shell_parent > 0 && t->restarter < 0
-						      ? gs_ptable_find(&rc->pt, t->shell_parent) : NULL;
+		const struct gs_pidstat *sh = t->shell_parent > 0 ? gs_ptable_find(&rc->pt, t->shell_parent) : NULL;
 
 		if (!sh)
 			continue;
@@ -472,16 +538,22 @@ static int build_watch(struct gs_reclaim *rc)
 		const struct gs_target *t = &p->targets[i];
 		const struct gs_restarter *rs = t->restarter >= 0 ? &p->restarters[t->restarter] : NULL;
 		const struct gs_holder *h = t->holder >= 0 ? &rc->s.holders[t->holder] : NULL;
-		struct gs_watch_ident *ni, id = { .parent = 0, .cgroup = -1 };
-		char path[32];
-		ssize_t n;
-		int fd;
+		struct gs_watch_ident id = { .parent = 0, .cgroup = -1 };
 
-		if (!rs && t->shell_parent > 0) {
-			id.parent = t->shell_parent;
-		} else if (!rs || rs->kind == GS_RESTARTER_POD || t->why == GS_WHY_PARENT) {
+		if (t->why == GS_WHY_PARENT)
 			continue;
-		} else if (rs->kind == GS_RESTARTER_PARENT) {
+		/* An interactive shell above the restarter (a loop typed at it
+		 * around a wrapper script) restarts through its own child. */
+		if (t->shell_parent > 0) {
+			id.parent = t->shell_parent;
+			r = add_ident(w, &rc->pt, proc_fd, &id, t->pid);
+			if (r < 0)
+				return r;
+		}
+		if (!rs || rs->kind == GS_RESTARTER_POD)
+			continue;
+		id = (struct gs_watch_ident){ .parent = 0, .cgroup = -1 };
+		if (rs->kind == GS_RESTARTER_PARENT) {
 			id.parent = rs->pid;
 		} else {
 			if (!h || !h->info_ok)
@@ -492,38 +564,9 @@ static int build_watch(struct gs_reclaim *rc)
 			if (id.cgroup < 0)
 				continue;
 		}
-		/* The parent's child on the way to the target: the target, or
-		 * the launcher the parent restarts it through (timeout, sudo). */
-		{
-			const struct gs_pidstat *c = child_toward(&rc->pt, id.parent, t->pid);
-
-			if (!c)
-				continue;
-			id.was = c->pid;
-			id.was_starttime = c->starttime;
-		}
-		snprintf(path, sizeof(path), "%d/exe", (int)id.was);
-		n = readlinkat(proc_fd, path, id.exe, sizeof(id.exe) - 1);
-		if (n < 0)
-			continue; /* gone already, or unreadable: the holder re-scan still sees it */
-		id.exe[n] = '\0';
-		snprintf(path, sizeof(path), "%d", (int)id.was);
-		fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		r = gs_procinfo_read_cmdline(fd, &id.cmdline);
-		close(fd);
-		if (r == -ENOMEM)
-			return r;
+		r = add_ident(w, &rc->pt, proc_fd, &id, t->pid);
 		if (r < 0)
-			continue;
-		ni = realloc(w->idents, (w->n_idents + 1) * sizeof(*ni));
-		if (!ni) {
-			free(id.cmdline);
-			return -ENOMEM;
-		}
-		w->idents = ni;
-		ni[w->n_idents++] = id;
+			return r;
 	}
 	return 0;
 }
@@ -606,13 +649,15 @@ static int container_policy_cached(void *ud, const char *runtime, const char *id
 static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
 {
 	const char *unit = o->kind == GS_OWNER_LXC ? o->unit : o->name;
-	const char *ct = o->kind == GS_OWNER_LXC ? o->name : "";
+	char scope[32] = "";
+	const char *ct = o->kind == GS_OWNER_LXC ? o->name
+			 : o->kind == GS_OWNER_USER_UNIT ? gs_unit_scope_user(scope, sizeof(scope), o->uid) : "";
 	struct gs_unit_props up;
 	char cg[1024];
 	int r;
 
-	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC) || o->delegated || !gs_endswith(unit, ".service") ||
-	    gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
+	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC && o->kind != GS_OWNER_USER_UNIT) || o->delegated ||
+	    !gs_endswith(unit, ".service") || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
 		return -ENOENT;
 	if (o->kind == GS_OWNER_LXC && !((struct gs_reclaim *)ud)->sel.have_pct &&
 	    !((struct gs_reclaim *)ud)->sel.have_lxc_attach)
@@ -624,6 +669,32 @@ static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
 		return -ENOENT;
 	*ret = up.main_pid;
 	return 0;
+}
+
+int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const struct gs_snapshot *s,
+			       const struct gs_ptable *pt, bool include_parent)
+{
+	struct gs_restarter_env env = {
+		.self = rc->d.self,
+		.include_parent = include_parent,
+		.no_units = rc->req->no_units,
+		.unit_props = unit_props_cached,
+		.unit_ud = rc,
+		.container_policy = container_policy_cached,
+		.container_ud = rc,
+		.read_cmdline = gs_restarter_read_cmdline,
+		.read_stdin = gs_restarter_read_stdin,
+		.read_cgroup = gs_restarter_read_cgroup,
+		.is_pidns_init = gs_discover_is_pidns_init,
+		.pidns_ud = &rc->d,
+		.launch_kind = gs_launch_kind_proc,
+		.launch_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
+		.ud = &rc->query,
+	};
+
+	/* The questions of this plan share a deadline of their own. */
+	rc->query.deadline_ms = gs_now_ms() + rc->query.timeout_ms;
+	return gs_restarters_plan(p, s, pt, &env);
 }
 
 /* Find what would restart each target (restarter.h), asking systemctl and
@@ -642,6 +713,8 @@ static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
 		.read_cgroup = gs_restarter_read_cgroup,
 		.is_pidns_init = gs_discover_is_pidns_init,
 		.pidns_ud = &rc->d,
+		.launch_kind = gs_launch_kind_proc,
+		.launch_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
 		.ud = &rc->query,
 	};
 
@@ -775,6 +848,14 @@ static void record_stopped(struct gs_reclaim *rc)
 
 		if (!ur->stopped)
 			continue;
+		/* A transient unit (systemd-run) is gone once stopped: no
+		 * restore could start it again, and a record of it would
+		 * fail every restore. */
+		if (!us->runtime[0] && !strcmp(ur->enabled_before, "transient")) {
+			note(rc, "not recorded for 'gpuslate restore': %s is a transient unit (systemd-run), gone once "
+				 "stopped", us->unit);
+			continue;
+		}
 		if (us->runtime[0]) {
 			/* A docker/podman container stopped through its runtime,
 			 * only while it was running (stop.c asked): its id. */
@@ -794,7 +875,8 @@ static void record_stopped(struct gs_reclaim *rc)
 			gs_safe(rc->req->reason, rec.reason, sizeof(rec.reason));
 		if ((rec.kind == GS_STOPPED_CONTAINER && !gs_stopped_name_ok(rec.id, sizeof(rec.id))) ||
 		    (rec.kind == GS_STOPPED_UNIT && !gs_stopped_name_ok(rec.name, sizeof(rec.name))) ||
-		    (rec.container[0] && !gs_stopped_name_ok(rec.container, sizeof(rec.container)))) {
+		    (rec.container[0] && !gs_unit_scope_is_user(rec.container, NULL) &&
+		     !gs_stopped_name_ok(rec.container, sizeof(rec.container)))) {
 			note(rc, "not recorded for 'gpuslate restore': unit name '%s' is not one restore would start",
 			     us->unit);
 			continue;
@@ -864,7 +946,8 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 	if (acting) {
 		bool parents_only = false;
 
-		vo.respawn_watch_ms = respawn_watch(&rc->plan, rc->rep.stop, &rc->s, &rc->pt, rc->d.self, &parents_only);
+		vo.respawn_watch_ms = respawn_watch(&rc->plan, rc->rep.stop, &rc->s, &rc->pt, rc->d.self,
+					      gs_discover_proc_fd(&rc->d), &parents_only);
 		rc->watch.parents_only = parents_only;
 		vo.watch = &rc->watch;
 		if (rc->rep.stop && record_managed(rc) < 0)
@@ -941,6 +1024,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 		.interrupted = &interrupted,
 		.proc_fd = gs_discover_proc_fd(&rc->d),
 	};
+	rc->sel.launch_kind = gs_launch_kind_proc;
+	rc->sel.launch_kind_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d);
 	if (!wait_mode) {
 		rc->sel.unit_main_pid = unit_main_pid;
 		rc->sel.unit_main_pid_ud = rc;

@@ -149,6 +149,16 @@ int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*w
  * one that came after the verdict means COMMAND must not start). */
 bool gs_reclaim_was_interrupted(void);
 
+/* What would restart plan p's targets (restarter.h), asked as the reclaim
+ * rc asks (its caches, a new deadline of rc's question timeout): for the
+ * guard's plans (core/runjob.c), whose intruder a container's restart
+ * policy would bring back. Returns 0 or -ENOMEM. */
+struct gs_plan;
+struct gs_snapshot;
+struct gs_ptable;
+int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const struct gs_snapshot *s,
+			       const struct gs_ptable *pt, bool include_parent);
+
 /* The file holding the last reclaim's verdict (GPUSLATE_STATE_FILE, else
  * /run or /tmp). */
 const char *gs_last_reclaim_path(char *buf, size_t len);

@@ -3,6 +3,7 @@
 #include "core/plan.h"
 #include "core/protect.h"
 #include "core/snapshot.h"
+#include "proc/launcher.h"
 #include "proc/owner.h"
 #include "proc/ptable.h"
 #include "util/spawn.h"
@@ -11,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,16 +93,6 @@ int gs_timespan_ms(const char *text, uint64_t *ret)
 	return 0;
 }
 
-static const char *const shells[] = { "bash", "sh", "dash", "zsh", "fish", "ksh", "mksh", "ash", "tcsh", "csh" };
-
-static bool is_shell(const char *comm)
-{
-	for (size_t i = 0; i < GS_ARRAY_SIZE(shells); i++)
-		if (!strcmp(comm, shells[i]))
-			return true;
-	return false;
-}
-
 /* A shell is one a person types into when it is a login shell (argv[0]
  * begins with '-'), was started with -i, or has neither -c nor a script
  * and reads a terminal. A shell that runs -c, a script, or commands from a
@@ -113,7 +105,7 @@ bool gs_restarter_is_interactive_shell(const char *comm, const char *cmdline, co
 
 	if (cmdline[0] == '-')
 		return true;
-	if (!is_shell(comm))
+	if (!gs_shell_name(comm))
 		return false;
 	gs_strlcpy(buf, cmdline, sizeof(buf));
 	for (w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
@@ -240,12 +232,15 @@ static bool unit_restarter(const struct gs_restarter_env *env, struct unit_answe
 			   size_t max_cache, const struct gs_owner *o, struct gs_restarter *ret)
 {
 	const char *unit = o->kind == GS_OWNER_LXC ? o->unit : o->name;
-	const char *ct = o->kind == GS_OWNER_LXC ? o->name : "";
+	char scope[32] = "";
+	/* A user's unit is asked of (and stopped through) that user's manager. */
+	const char *ct = o->kind == GS_OWNER_LXC ? o->name
+			 : o->kind == GS_OWNER_USER_UNIT ? gs_unit_scope_user(scope, sizeof(scope), o->uid) : "";
 	const struct gs_unit_props *up;
 	char cg[1024];
 
-	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC) || !gs_endswith(unit, ".service") || o->delegated ||
-	    gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
+	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC && o->kind != GS_OWNER_USER_UNIT) ||
+	    !gs_endswith(unit, ".service") || o->delegated || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
 		return false;
 	if (unit_props_cached(env, cache, n_cache, max_cache, unit, ct, &up) < 0)
 		return false;
@@ -279,38 +274,6 @@ static int cgroup_of(const struct gs_restarter_env *env, pid_t pid, struct gs_ow
 	if (r < 0)
 		return r;
 	return gs_owner_from_cgroup(text, ret);
-}
-
-/* Parents that start a program once and never again: privilege and
- * session tools, job and container launchers (a Slurm step's slurmstepd,
- * a container's shim or conmon). Not supervisors, never stopped as one. */
-static const char *const launchers[] = {
-	"sudo", "su", "runuser", "sshd", "login", "slurmstepd", "srun", "conmon", "timeout", "nohup",
-	"script", "screen", "SCREEN", "tmux: server", "tmux",
-	/* namespace, scheduling and environment wrappers: they run one
-	 * command and exit with it (unshare --fork, nsenter, numactl) */
-	"unshare", "nsenter", "setsid", "env", "chroot", "taskset", "numactl", "nice", "ionice", "stdbuf", "flock",
-};
-
-bool gs_restarter_is_launcher(const char *comm)
-{
-	for (size_t i = 0; i < GS_ARRAY_SIZE(launchers); i++)
-		if (!strcmp(comm, launchers[i]))
-			return true;
-	return gs_startswith(comm, "containerd-shim");
-}
-
-const struct gs_pidstat *gs_restarter_above_launchers(const struct gs_ptable *pt, pid_t ppid)
-{
-	const struct gs_pidstat *par = gs_ptable_find(pt, ppid);
-
-	/* Bounded: a table read across forks may hold a cycle of reused pids. */
-	for (int depth = 0; par && par->pid > 1 && gs_restarter_is_launcher(par->comm); depth++) {
-		if (depth >= 64)
-			return NULL;
-		par = gs_ptable_find(pt, par->ppid);
-	}
-	return par;
 }
 
 /* Would stopping parent par end a GPU holder that stays: par holds a GPU
@@ -363,7 +326,8 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 
 	if (par->pid <= 1 || gs_pidstat_is_kthread(par) || gs_plan_find_target(p, par->pid) ||
 	    gs_ptable_is_ancestor(pt, par->pid, env->self) || !strcmp(par->comm, "systemd") ||
-	    gs_is_protected_name(par->comm, NULL) || gs_restarter_is_launcher(par->comm))
+	    gs_is_protected_name(par->comm, NULL) ||
+	    gs_launch_kind_ask(env->launch_kind, env->launch_ud, par) == GS_LAUNCH_LAUNCHER)
 		return false;
 	if (env->is_pidns_init && env->is_pidns_init(env->pidns_ud, par->pid, par->starttime) != 0)
 		return false;
@@ -385,7 +349,7 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 	snprintf(stop_with, stop_len, "--include-parent");
 	if (po.unit_cg_len && (par->ppid <= 1 || (gp && !strcmp(gp->comm, "systemd")))) {
 		*ret_stoppable = false;
-		if (po.kind == GS_OWNER_UNIT)
+		if (po.kind == GS_OWNER_UNIT || po.kind == GS_OWNER_USER_UNIT)
 			snprintf(stop_with, stop_len, "--unit %.250s", po.name);
 		else
 			snprintf(stop_with, stop_len, "stopping the service that runs it");
@@ -401,6 +365,8 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 	}
 	return true;
 }
+
+#define MAX_WRAPPERS 16
 
 /* The parent goes first: stopped before its children, it cannot start one
  * again in the grace period. */
@@ -541,17 +507,97 @@ static int parents_before_children(struct gs_plan *p, const struct gs_ptable *pt
 
 #define UNIT_CACHE 16
 
+/* A parent stopped with the targets (--include-parent), once each. */
+struct parent_stop {
+	pid_t pid;
+	int r; /* its restarter */
+};
+
+static int note_parent(struct parent_stop **list, size_t *n, pid_t pid, int r)
+{
+	struct parent_stop *nl;
+
+	for (size_t k = 0; k < *n; k++)
+		if ((*list)[k].pid == pid)
+			return 0;
+	nl = realloc(*list, (*n + 1) * sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	*list = nl;
+	nl[*n].pid = pid;
+	nl[(*n)++].r = r;
+	return 0;
+}
+
+/* The restarter among target st's ancestors: the nearest one that
+ * outlives its children's exits. Launchers end with their program, and so
+ * may a shell that runs a script or -c (a wrapper that runs python without
+ * exec): both are looked through. The first ancestor above them that is
+ * a program of its own and a supervising_parent is the supervisor, the
+ * shells passed on the way its wrappers; when the walk ends at anything
+ * else (an interactive shell, systemd, init, another cgroup, an ancestor
+ * of gpuslate), the outermost of those shells is the supervisor (it is
+ * the loop, or the wrapper whose end ends the job), the ones below it its
+ * wrappers. An interactive shell that ends the walk is *ret_shell (watched,
+ * never stopped: a `while true` typed at it). NULL when there is none. */
+static const struct gs_pidstat *find_supervisor(const struct gs_plan *p, const struct gs_snapshot *s,
+						const struct gs_ptable *pt, const struct gs_restarter_env *env,
+						const struct gs_pidstat *st, const struct gs_owner *own,
+						bool *ret_stoppable, const struct gs_pidstat **ret_shell, char *stop_with,
+						size_t stop_len, const struct gs_pidstat **wrappers, size_t *n_wrappers)
+{
+	const struct gs_pidstat *cur = gs_launcher_skip(pt, st->ppid, env->launch_kind, env->launch_ud);
+	const struct gs_pidstat *found[MAX_WRAPPERS];
+	bool found_stoppable = false;
+	char found_stop_with[320] = "";
+	size_t n = 0;
+
+	*ret_shell = NULL;
+	*n_wrappers = 0;
+	while (cur && n < MAX_WRAPPERS) {
+		bool shell = gs_launch_kind_ask(env->launch_kind, env->launch_ud, cur) == GS_LAUNCH_SHELL;
+		bool stoppable = false, interactive = false;
+		char sw[320];
+
+		if (!supervising_parent(p, s, pt, env, cur, own, &stoppable, &interactive, sw, sizeof(sw))) {
+			if (interactive)
+				*ret_shell = cur;
+			break;
+		}
+		if (!shell) {
+			/* A program of its own: the supervisor. */
+			for (size_t k = 0; k < n; k++)
+				wrappers[k] = found[k];
+			*n_wrappers = n;
+			*ret_stoppable = stoppable;
+			gs_strlcpy(stop_with, sw, stop_len);
+			return cur;
+		}
+		found[n++] = cur;
+		found_stoppable = stoppable;
+		gs_strlcpy(found_stop_with, sw, sizeof(found_stop_with));
+		cur = gs_launcher_skip(pt, cur->ppid, env->launch_kind, env->launch_ud);
+	}
+	if (!n)
+		return NULL;
+	for (size_t k = 0; k + 1 < n; k++)
+		wrappers[k] = found[k];
+	*n_wrappers = n - 1;
+	*ret_stoppable = found_stoppable;
+	gs_strlcpy(stop_with, found_stop_with, stop_len);
+	return found[n - 1];
+}
+
 int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
 		       const struct gs_restarter_env *env)
 {
 	struct unit_answer *cache = calloc(UNIT_CACHE, sizeof(*cache));
 	size_t n_cache = 0, n0 = p->n_targets;
-	pid_t *parents = calloc(n0 ? n0 : 1, sizeof(*parents));
-	int *parent_r = calloc(n0 ? n0 : 1, sizeof(*parent_r));
+	struct parent_stop *parents = NULL;
 	size_t n_parents = 0;
 	int r = 0;
 
-	if (!cache || !parents || !parent_r) {
+	if (!cache) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -562,7 +608,9 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 		const struct gs_pidstat *par;
 		struct gs_owner own = { 0 };
 		struct gs_restarter rs;
-		bool have_unit = false, stoppable = false, interactive = false;
+		const struct gs_pidstat *wrappers[MAX_WRAPPERS], *shell = NULL;
+		size_t n_wrappers = 0;
+		bool have_unit = false, stoppable = false;
 
 		if (h && h->info_ok)
 			own = h->info.owner;
@@ -604,10 +652,14 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 				t->restarter = r;
 			continue;
 		}
-		/* The loop restarts the launcher, and the launcher the target. */
-		par = st ? gs_restarter_above_launchers(pt, st->ppid) : NULL;
-		if (par && supervising_parent(p, s, pt, env, par, &own, &stoppable, &interactive, rs.stop_with,
-					      sizeof(rs.stop_with))) {
+		/* The loop restarts the launcher or the wrapper script, and
+		 * that the target. */
+		par = st ? find_supervisor(p, s, pt, env, st, &own, &stoppable, &shell, rs.stop_with,
+					   sizeof(rs.stop_with), wrappers, &n_wrappers)
+			 : NULL;
+		if (shell)
+			t->shell_parent = shell->pid;
+		if (par) {
 			char stop_with[320];
 
 			gs_strlcpy(stop_with, rs.stop_with, sizeof(stop_with));
@@ -622,20 +674,16 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 			if (r < 0)
 				break;
 			p->targets[i].restarter = r;
+			/* The supervisor, then the wrapper scripts between it
+			 * and the target: each would only start the job again
+			 * once more, or hold the GPU's job open. */
 			if (rs.handling == GS_HANDLE_PARENT_STOP) {
-				bool seen = false;
-
-				for (size_t k = 0; k < n_parents; k++)
-					seen |= parents[k] == par->pid;
-				if (!seen) {
-					parents[n_parents] = par->pid;
-					parent_r[n_parents++] = r;
-				}
+				r = note_parent(&parents, &n_parents, par->pid, r);
+				for (size_t w = 0; w < n_wrappers && r >= 0; w++)
+					r = note_parent(&parents, &n_parents, wrappers[w]->pid, p->targets[i].restarter);
 			}
 			continue;
 		}
-		if (interactive)
-			t->shell_parent = par->pid;
 		if (have_unit) {
 			rs.handling = GS_HANDLE_WATCHED;
 			r = add_restarter(p, &rs);
@@ -645,21 +693,20 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 	}
 	/* Added last: target indices above stay valid while deciding. */
 	for (size_t k = 0; k < n_parents && r >= 0; k++) {
-		const struct gs_pidstat *par = gs_ptable_find(pt, parents[k]);
+		const struct gs_pidstat *par = gs_ptable_find(pt, parents[k].pid);
 		pid_t child = 0;
 
 		for (size_t i = 0; i < p->n_targets && !child; i++)
-			if (p->targets[i].restarter == parent_r[k])
+			if (p->targets[i].restarter == parents[k].r && p->targets[i].why != GS_WHY_PARENT)
 				child = p->targets[i].pid;
 		if (par)
-			r = add_parent_target(p, par, child, parent_r[k]);
+			r = add_parent_target(p, par, child, parents[k].r);
 	}
 	if (r >= 0)
 		r = parents_before_children(p, pt);
 out:
 	free(cache);
 	free(parents);
-	free(parent_r);
 	return r < 0 ? r : 0;
 }
 
@@ -708,20 +755,62 @@ static int run_capture(const struct gs_restarter_query *q, const char **argv, ch
 	return 0;
 }
 
-/* systemctl show -p PROPS -- UNIT (inside CT container when not ""). */
+int gs_systemctl_argv(const char *container, bool have_pct, char *buf, size_t len, const char **argv, size_t max)
+{
+	size_t n = 0;
+	unsigned uid;
+
+	if (max < 12)
+		return -EINVAL;
+	if (gs_unit_scope_is_user(container, &uid)) {
+		struct passwd pw, *res = NULL;
+		char pwbuf[4096];
+		int k;
+
+		/* systemctl talks to a user's manager only as that user: it
+		 * refuses a private socket whose peer is neither root nor
+		 * itself. setpriv, not runuser or su: no PAM session is opened
+		 * for a question. */
+		if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) != 0 || !res)
+			return -ENOENT;
+		k = snprintf(buf, len, "--reuid=%u%c--regid=%u%cXDG_RUNTIME_DIR=/run/user/%u", uid, '\0',
+			     (unsigned)pw.pw_gid, '\0', uid);
+		if (k < 0 || (size_t)k >= len)
+			return -ENAMETOOLONG;
+		argv[n++] = "setpriv";
+		argv[n++] = buf;
+		argv[n++] = buf + strlen(buf) + 1;
+		argv[n++] = "--clear-groups";
+		argv[n++] = "--";
+		argv[n++] = "env";
+		argv[n++] = argv[2] + strlen(argv[2]) + 1;
+		argv[n++] = "systemctl";
+		argv[n++] = "--user";
+	} else if (container[0]) {
+		argv[n++] = have_pct ? "pct" : "lxc-attach";
+		argv[n++] = have_pct ? "exec" : "-n";
+		argv[n++] = container;
+		argv[n++] = "--";
+		argv[n++] = "systemctl";
+	} else {
+		argv[n++] = "systemctl";
+	}
+	argv[n] = NULL;
+	return (int)n;
+}
+
+/* systemctl show -p PROPS -- UNIT (through the unit's manager). */
 static int systemctl_show(const struct gs_restarter_query *q, const char *unit, const char *container,
 			  const char *props, char **ret_out)
 {
-	const char *argv[16];
-	size_t n = 0;
+	const char *argv[24];
+	char buf[128];
+	int k = gs_systemctl_argv(container, q->have_pct, buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv));
+	size_t n;
 
-	if (container[0]) {
-		argv[n++] = q->have_pct ? "pct" : "lxc-attach";
-		argv[n++] = q->have_pct ? "exec" : "-n";
-		argv[n++] = container;
-		argv[n++] = "--";
-	}
-	argv[n++] = "systemctl";
+	if (k < 0)
+		return k;
+	n = (size_t)k;
 	argv[n++] = "show";
 	argv[n++] = "-p";
 	argv[n++] = props;

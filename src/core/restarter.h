@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/launcher.h"
+
 struct gs_plan;
 struct gs_snapshot;
 struct gs_ptable;
@@ -81,6 +83,9 @@ struct gs_restarter_env {
 	/* As gs_selection's: 1 when pid is the init of its own PID namespace. */
 	int (*is_pidns_init)(void *ud, pid_t pid, uint64_t starttime);
 	void *pidns_ud;
+	/* Launcher, shell or neither (proc/launcher.h); NULL: by comm. */
+	gs_launch_kind_fn launch_kind;
+	void *launch_ud;
 	void *ud;
 };
 
@@ -97,16 +102,6 @@ bool gs_restarter_is_interactive_shell(const char *comm, const char *cmdline, co
 /* A systemd time span ("100ms", "1min 30s", "5s", "infinity") in ms;
  * -EINVAL when unreadable. */
 int gs_timespan_ms(const char *text, uint64_t *ret);
-/* A parent that starts its program once and never again (sudo, sshd,
- * slurmstepd, a container's shim, unshare --fork, timeout, ...), by comm:
- * never a supervisor, and no respawn watch for its child. */
-bool gs_restarter_is_launcher(const char *comm);
-/* The nearest ancestor from ppid on that is no launcher: what runs a
- * target through `timeout`, `sudo` or `flock` (a `while true` around
- * them restarts the target as surely as one around the target). NULL
- * when the chain leaves the table. */
-const struct gs_pidstat *gs_restarter_above_launchers(const struct gs_ptable *pt, pid_t ppid);
-
 const char *gs_restarter_kind_str(enum gs_restarter_kind k);
 const char *gs_restarter_handling_str(enum gs_restarter_handling h);
 
@@ -146,6 +141,15 @@ int gs_restarter_query_container(void *ud, const char *runtime, const char *id, 
 int gs_restarter_read_cmdline(void *ud, pid_t pid, char **ret);
 int gs_restarter_read_stdin(void *ud, pid_t pid, char *buf, size_t len);
 int gs_restarter_read_cgroup(void *ud, pid_t pid, char *buf, size_t len);
+
+/* The words that run systemctl against the manager of a unit whose
+ * scope is container (plan.h gs_unit_stop.container): "" the host's
+ * (systemctl), an LXC/Proxmox CT's (pct exec CT -- systemctl, or
+ * lxc-attach -n CT -- systemctl), "user/UID" that user's (setpriv
+ * --reuid=UID --regid=GID --clear-groups -- env XDG_RUNTIME_DIR=/run/user/UID
+ * systemctl --user). Words point into buf and argv; argv has room for at
+ * least 12. Returns how many, or -errno (-ENOENT: no such user). */
+int gs_systemctl_argv(const char *container, bool have_pct, char *buf, size_t len, const char **argv, size_t max);
 
 /* The runtime's client as an argv (from its environment variable), with
  * room for extra words; 0 or -EINVAL. words points into buf. */

@@ -33,6 +33,7 @@ const char *gs_restore_outcome_str(enum gs_restore_outcome o)
 	case GS_RESTORE_NOT_RUNNING_BEFORE: return "not-running-before";
 	case GS_RESTORE_STOPPED_SINCE: return "stopped-since";
 	case GS_RESTORE_FAILED: return "failed";
+	case GS_RESTORE_GONE: return "gone";
 	}
 	return "unknown";
 }
@@ -57,6 +58,7 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 		      const char **argv, size_t max)
 {
 	size_t n = 0;
+	int k;
 
 	if (r->kind == GS_STOPPED_CONTAINER) {
 		if (gs_runtime_argv(r->runtime, buf, len, argv, max - 6, &n) < 0)
@@ -64,27 +66,22 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 		if (start) {
 			argv[n++] = "start";
 		} else {
+			/* When it last exited: a stop by someone else since the
+			 * reclaim's is theirs to keep. */
 			argv[n++] = "inspect";
 			argv[n++] = "-f";
-			argv[n++] = "{{.State.Running}}";
+			argv[n++] = "{{.State.Running}} {{.State.FinishedAt}}";
 		}
 		argv[n++] = r->id;
 		argv[n] = NULL;
 		return 0;
 	}
-	/* As stop.c stopped it: inside the container through pct, or
-	 * lxc-attach where there is no pct. */
-	if (r->container[0]) {
-		argv[n++] = have_pct ? "pct" : "lxc-attach";
-		if (have_pct) {
-			argv[n++] = "exec";
-		} else {
-			argv[n++] = "-n";
-		}
-		argv[n++] = r->container;
-		argv[n++] = "--";
-	}
-	argv[n++] = "systemctl";
+	/* As stop.c stopped it: through the host's manager, the CT's (pct,
+	 * or lxc-attach where there is no pct), or the user's. */
+	k = gs_systemctl_argv(r->container, have_pct, buf, len, argv, max);
+	if (k < 0)
+		return k;
+	n = (size_t)k;
 	if (start) {
 		argv[n++] = "start";
 	} else {
@@ -94,6 +91,8 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 		argv[n++] = "-p";
 		argv[n++] = "ActiveState";
 		argv[n++] = "-p";
+		argv[n++] = "LoadState";
+		argv[n++] = "-p";
 		argv[n++] = "InactiveEnterTimestampMonotonic";
 	}
 	/* A unit name never starts with '-' (stopped.c checks), but "--"
@@ -101,7 +100,6 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 	argv[n++] = "--";
 	argv[n++] = r->name;
 	argv[n] = NULL;
-	(void)max;
 	return 0;
 }
 
@@ -143,6 +141,10 @@ static void read_unit_show(struct gs_restore_item *it, char *text)
 
 		if (!strcmp(line, "ActiveState")) {
 			gs_strlcpy(it->state_now, eq, sizeof(it->state_now));
+		} else if (!strcmp(line, "LoadState")) {
+			/* No unit file and not loaded: a transient unit after its
+			 * stop, or a unit removed since. Nothing to start. */
+			it->gone = !strcmp(eq, "not-found");
 		} else if (!strcmp(line, "InactiveEnterTimestampMonotonic")) {
 			struct timespec mono, real;
 
@@ -157,11 +159,56 @@ static void read_unit_show(struct gs_restore_item *it, char *text)
 	}
 }
 
+/* A container's FinishedAt in unix seconds: docker prints RFC 3339
+ * ("2026-12-05T22:40:01.123456789Z"), podman Go's default ("2026-12-05
+ * 22:40:01.123456789 +0000 UTC"); an offset "+01:00" or "+0100". 0 when
+ * unreadable, or the zero time of a container that never exited. */
+static int64_t finished_at_seconds(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *p = strptime(s, "%Y-%m-%d", &tm);
+	int64_t t;
+
+	if (!p || (*p != 'T' && *p != ' '))
+		return 0;
+	p = strptime(p + 1, "%H:%M:%S", &tm);
+	if (!p || tm.tm_year < 71)
+		return 0;
+	t = (int64_t)timegm(&tm);
+	if (*p == '.')
+		while (*++p >= '0' && *p <= '9')
+			;
+	while (*p == ' ')
+		p++;
+	if ((*p == '+' || *p == '-') && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9') {
+		const char *m = p[3] == ':' ? p + 4 : p + 3;
+		int off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600;
+
+		if (m[0] >= '0' && m[0] <= '9' && m[1] >= '0' && m[1] <= '9')
+			off += ((m[0] - '0') * 10 + (m[1] - '0')) * 60;
+		t += *p == '+' ? -off : off;
+	}
+	return t;
+}
+
+/* "true|false FINISHED_AT" of docker/podman inspect. */
+static void read_container_inspect(struct gs_restore_item *it, char *text)
+{
+	char *sp = strchr(text, ' ');
+
+	if (sp)
+		*sp++ = '\0';
+	gs_strlcpy(it->state_now, !strcmp(text, "true") ? "running" : !strcmp(text, "false") ? "stopped" : "",
+		   sizeof(it->state_now));
+	if (sp)
+		it->inactive_since = finished_at_seconds(gs_strstrip(sp));
+}
+
 /* Is it running now? Fills state_now ("" when the manager could not say:
  * then restore tries the start, and the start says what is wrong). */
 static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeout_ms)
 {
-	const char *argv[24];
+	const char *argv[32];
 	char buf[512];
 	struct gs_run_result rr;
 
@@ -174,10 +221,14 @@ static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 		char *v = gs_strstrip(rr.out);
 
 		if (it->rec.kind == GS_STOPPED_CONTAINER)
-			gs_strlcpy(it->state_now, !strcmp(v, "true") ? "running" : !strcmp(v, "false") ? "stopped" : "",
-				   sizeof(it->state_now));
+			read_container_inspect(it, v);
 		else
 			read_unit_show(it, v);
+	} else if (!rr.timed_out && !rr.interrupted && it->rec.kind == GS_STOPPED_CONTAINER && rr.exit_code != 0 &&
+		   rr.err && strcasestr(rr.err, "no such")) {
+		/* docker's "No such object", podman's "no such container":
+		 * removed since; an id is never used again. */
+		it->gone = true;
 	}
 	gs_run_result_free(&rr);
 }
@@ -208,12 +259,19 @@ static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
 			it->outcome = GS_RESTORE_ALREADY_RUNNING;
 			continue;
 		}
-		/* Went inactive after the reclaim's stop had ended: someone
-		 * started it and stopped it again since, and meant to. 5 s:
-		 * stopped_at is whole seconds, the monotonic conversion
-		 * another, and a clock step by NTP must not read as a stop. */
-		if (it->rec.kind == GS_STOPPED_UNIT && it->inactive_since && it->rec.stopped_at &&
-		    it->inactive_since > it->rec.stopped_at + 5) {
+		if (it->gone) {
+			it->outcome = GS_RESTORE_GONE;
+			snprintf(it->error, sizeof(it->error),
+				 "its manager has no such %s any more (transient, or removed since): record dropped",
+				 it->rec.kind == GS_STOPPED_UNIT ? "unit" : "container");
+			continue;
+		}
+		/* Went inactive (a container: exited) after the reclaim's stop
+		 * had ended: someone started it and stopped it again since,
+		 * and meant to. 5 s: stopped_at is whole seconds, the
+		 * monotonic conversion another, and a clock step by NTP must
+		 * not read as a stop. */
+		if (it->inactive_since && it->rec.stopped_at && it->inactive_since > it->rec.stopped_at + 5) {
 			it->outcome = GS_RESTORE_STOPPED_SINCE;
 			snprintf(it->error, sizeof(it->error),
 				 "started and stopped again since the reclaim (inactive %lld s after it stopped it): not started",
@@ -303,7 +361,8 @@ static void conclude(struct gs_restore *rs, enum gs_verdict v)
 		case GS_RESTORE_FAILED: failed++; break;
 		case GS_RESTORE_PENDING: pending += rs->items[i].will_start; break;
 		case GS_RESTORE_NOT_RUNNING_BEFORE:
-		case GS_RESTORE_STOPPED_SINCE: break;
+		case GS_RESTORE_STOPPED_SINCE:
+		case GS_RESTORE_GONE: break;
 		}
 	switch (v) {
 	case GS_VERDICT_NOTHING_TO_RESTORE:

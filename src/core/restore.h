@@ -34,6 +34,10 @@ enum gs_restore_outcome {
 	 * as it is. */
 	GS_RESTORE_STOPPED_SINCE,
 	GS_RESTORE_FAILED,          /* the start failed (error says why); record kept */
+	/* Its manager has no such unit or container any more (a transient
+	 * unit, one removed since): it cannot be started again. Said once,
+	 * and the record dropped. */
+	GS_RESTORE_GONE,
 };
 
 struct gs_restore_item {
@@ -41,7 +45,9 @@ struct gs_restore_item {
 	enum gs_restore_outcome outcome;
 	bool will_start;            /* after the check: what restore starts */
 	char state_now[32];         /* ActiveState or the runtime's, "" unknown */
-	/* A unit's last entry into inactive/failed, unix seconds (0 unknown). */
+	bool gone;                  /* the manager has no such unit or container */
+	/* A unit's last entry into inactive/failed, a container's last exit
+	 * (.State.FinishedAt): unix seconds, 0 unknown. */
 	int64_t inactive_since;
 	char command[768];          /* the start command, "" when not run */
 	int exit_code;              /* of the start command; -1 not run, timed out */

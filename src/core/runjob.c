@@ -207,6 +207,15 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 	gsel.selectable = guard_selects;
 	gsel.selectable_ud = &round;
 	r = gs_plan_build(s, pt, &gsel, w->self, &rc->d.self_owner, &plan, err, sizeof(err));
+	/* As reclaim: a container whose restart policy would bring the
+	 * intruder straight back is stopped through its runtime (when that
+	 * takes nothing the guard leaves alone), not signalled again on
+	 * every scan. Parents are never stopped by the guard. */
+	if (r == 0 && plan.n_targets && gs_reclaim_plan_restarters(rc, &plan, s, pt, false) < 0) {
+		gs_plan_free(&plan);
+		snprintf(err, sizeof(err), "out of memory");
+		r = -ENOMEM;
+	}
 	if (r < 0) {
 		for (size_t i = first; i < first + n; i++)
 			snprintf(w->job->intruders[i].outcome, sizeof(w->job->intruders[i].outcome),
@@ -226,7 +235,10 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 		if (!mine || ours(pt, w->self, w->child, &w->tree, tg->pid, tg->starttime))
 			continue;
 		/* A unit stop ends every process of the unit, including any the
-		 * guard would not touch: signal the intruder instead. */
+		 * guard would not touch: signal the intruder instead. A
+		 * container stop through its runtime stays (its restart policy
+		 * would undo a signal); the runtime's stop entries are kept,
+		 * renumbered, the unit stops dropped. */
 		plan.targets[keep] = *tg;
 		if (plan.targets[keep].action == GS_ACT_STOP_UNIT) {
 			plan.targets[keep].action = GS_ACT_SIGNAL;
@@ -235,7 +247,23 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 		keep++;
 	}
 	plan.n_targets = keep;
-	plan.n_units = 0;
+	{
+		size_t nu = 0;
+
+		for (size_t u = 0; u < plan.n_units; u++) {
+			bool used = false;
+
+			for (size_t t = 0; t < keep; t++)
+				used |= plan.targets[t].action == GS_ACT_STOP_CONTAINER && plan.targets[t].unit == (int)u;
+			if (!used || !plan.units[u].runtime[0])
+				continue;
+			for (size_t t = 0; t < keep; t++)
+				if (plan.targets[t].action == GS_ACT_STOP_CONTAINER && plan.targets[t].unit == (int)u)
+					plan.targets[t].unit = (int)nu;
+			plan.units[nu++] = plan.units[u];
+		}
+		plan.n_units = nu;
+	}
 	if (keep) {
 		struct gs_stop_opts so = {
 			.grace_ms = w->req->grace_ms,
@@ -264,6 +292,7 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 					found = true;
 					in->stopped = res.procs[k].outcome == GS_OUT_EXITED_TERM ||
 						      res.procs[k].outcome == GS_OUT_KILLED ||
+						      res.procs[k].outcome == GS_OUT_STOPPED_WITH_UNIT ||
 						      res.procs[k].outcome == GS_OUT_ALREADY_GONE;
 					snprintf(in->outcome, sizeof(in->outcome), "%s%s",
 						 in->stopped ? "stopped: " : "not stopped: ",

@@ -568,7 +568,7 @@ static void classify(const struct gs_snapshot *s, struct gs_holder *h)
 	if (prot == GS_PROT_VERIFIED)
 		h->role = GS_ROLE_PROTECTED;
 	else if (h->n_drm_fds && !h->n_fds && gs_minorset_empty(&h->map_minors) && h->info_ok &&
-		 gs_is_drm_monitor_name(h->info.st.comm, h->info.name))
+		 gs_is_drm_monitor(&h->info))
 		h->role = GS_ROLE_CLIENT; /* an AMD/Intel monitor, even with memory of its own */
 	else if (nvml_confirmed(h) || h->maps_gpu || (h->n_drm_fds && holds_drm_vram(s, h)))
 		h->role = GS_ROLE_COMPUTE;
@@ -1004,7 +1004,8 @@ int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *s)
 				h->info_ok = true;
 				/* The executable's owner matters only to a claim of
 				 * protection; a stat can wait on its file system. */
-				if (gs_claims_protection(&h->info))
+				if (gs_claims_protection(&h->info) ||
+				    gs_is_drm_monitor_name(h->info.st.comm, h->info.exe_ok ? h->info.exe_name : NULL))
 					(void)gs_procinfo_read_exe_stat(fd, &h->info);
 				if (gs_procinfo_read_cmdline(fd, &h->cmdline_full) == -ENOMEM) {
 					close(fd);

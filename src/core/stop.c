@@ -207,26 +207,18 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 	}
 }
 
-/* [pct exec CT -- | lxc-attach -n CT --] systemctl VERB [OPTIONS] -- UNIT */
-static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const char *const *verb,
-			    const char **argv, size_t max)
+/* The unit's manager's systemctl (gs_systemctl_argv) VERB [OPTIONS] --
+ * UNIT; buf holds words. Returns 0 or -errno (a user without a passwd
+ * entry: no manager to reach). */
+static int build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const char *const *verb, char *buf,
+			   size_t len, const char **argv, size_t max)
 {
-	size_t n = 0;
+	int k = gs_systemctl_argv(u->container, have_pct, buf, len, argv, max);
+	size_t n;
 
-	if (u->container[0]) {
-		if (have_pct) {
-			argv[n++] = "pct";
-			argv[n++] = "exec";
-			argv[n++] = u->container;
-			argv[n++] = "--";
-		} else {
-			argv[n++] = "lxc-attach";
-			argv[n++] = "-n";
-			argv[n++] = u->container;
-			argv[n++] = "--";
-		}
-	}
-	argv[n++] = "systemctl";
+	if (k < 0)
+		return k;
+	n = (size_t)k;
 	for (size_t i = 0; verb[i] && n + 3 < max; i++)
 		argv[n++] = verb[i];
 	/* Unit names come from cgroup paths; "--" keeps one that starts with
@@ -234,6 +226,7 @@ static void build_unit_argv(const struct gs_unit_stop *u, bool have_pct, const c
 	argv[n++] = "--";
 	argv[n++] = u->unit;
 	argv[n] = NULL;
+	return 0;
 }
 
 static void argv_text(const char *const *argv, char *buf, size_t len)
@@ -285,12 +278,17 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 	 * `restore` reads (core/stopped.h): one question, not three. */
 	static const char *const show[] = { "show", "-p", "ControlGroup", "-p", "ActiveState", "-p", "UnitFileState",
 					    NULL };
-	const char *argv[16];
-	char cmd[256], cg[1024];
+	const char *argv[32];
+	char cmd[256], cg[1024], words[128];
 	struct gs_run_result rr;
 	int r;
 
-	build_unit_argv(u, o->have_pct, show, argv, GS_ARRAY_SIZE(argv));
+	r = build_unit_argv(u, o->have_pct, show, words, sizeof(words), argv, GS_ARRAY_SIZE(argv));
+	if (r < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: no manager to ask for %s: %s", u->container,
+			 strerror(-r));
+		return false;
+	}
 	argv_text(argv, cmd, sizeof(cmd));
 	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
 	if (r < 0) {
@@ -441,6 +439,8 @@ static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_op
 	argv[n + 3] = u->unit;
 	argv[n + 4] = NULL;
 	run_stop_command(argv, o, timeout_ms, ur);
+	/* For restore: when it stopped, to tell a later stop by someone else. */
+	ur->stopped_at = (int64_t)time(NULL);
 	if (ur->timed_out && capped)
 		ur->out_of_time = true;
 	ur->took_ms = gs_now_ms() - t0;
@@ -452,7 +452,8 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		      struct gs_unit_result *ur)
 {
 	static const char *const stop[] = { "stop", NULL };
-	const char *argv[16];
+	const char *argv[32];
+	char words[128];
 	struct gs_run_result rr;
 	uint64_t t0 = gs_now_ms(), timeout_ms;
 	bool capped;
@@ -477,7 +478,11 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		ur->took_ms = gs_now_ms() - t0;
 		return;
 	}
-	build_unit_argv(u, o->have_pct, stop, argv, GS_ARRAY_SIZE(argv));
+	if (build_unit_argv(u, o->have_pct, stop, words, sizeof(words), argv, GS_ARRAY_SIZE(argv)) < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: no manager to reach for %s", u->container);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
 	argv_text(argv, ur->command, sizeof(ur->command));
 	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
 	ur->took_ms = gs_now_ms() - t0;

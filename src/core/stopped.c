@@ -1,5 +1,6 @@
 /* The stopped-state file; see stopped.h. */
 #include "core/stopped.h"
+#include "proc/owner.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -121,10 +122,29 @@ static int parse_record(json_t *o, size_t idx, struct gs_stopped_rec *r, char *e
 			gs_seterr(err, errlen, "record %zu: no \"reclaim\" object", idx + 1);
 		return -EINVAL;
 	}
+	/* A user's unit: its manager is that user's (owner.h gs_unit_scope_user).
+	 * The scope is spelled only as "user"; a "container" is a CT's name. */
+	if (!strcmp(kind, "unit") && r->container[0] && !gs_stopped_name_ok(r->container, sizeof(r->container))) {
+		gs_seterr(err, errlen, "record %zu: not a systemd unit gpuslate could have stopped", idx + 1);
+		return -EINVAL;
+	}
+	{
+		json_t *u = json_object_get(o, "user");
+
+		if (u && !json_is_null(u)) {
+			if (!json_is_integer(u) || json_integer_value(u) < 0 || json_integer_value(u) >= 4294967295LL ||
+			    r->container[0] || strcmp(kind, "unit")) {
+				gs_seterr(err, errlen, "record %zu: \"user\" is not a uid of a unit's manager", idx + 1);
+				return -EINVAL;
+			}
+			gs_unit_scope_user(r->container, sizeof(r->container), (unsigned)json_integer_value(u));
+		}
+	}
 	if (!strcmp(kind, "unit")) {
 		r->kind = GS_STOPPED_UNIT;
 		if (strcmp(r->runtime, "systemd") || !gs_stopped_name_ok(r->name, sizeof(r->name)) || r->id[0] ||
-		    (r->container[0] && !gs_stopped_name_ok(r->container, sizeof(r->container)))) {
+		    (r->container[0] && !gs_unit_scope_is_user(r->container, NULL) &&
+		     !gs_stopped_name_ok(r->container, sizeof(r->container)))) {
 			gs_seterr(err, errlen, "record %zu: not a systemd unit gpuslate could have stopped", idx + 1);
 			return -EINVAL;
 		}
@@ -270,7 +290,13 @@ int gs_stopped_save(const char *path, const struct gs_stopped *s)
 		json_object_set_new(o, "runtime", json_string(x->runtime));
 		json_object_set_new(o, "name", str_or_null(x->name));
 		json_object_set_new(o, "id", str_or_null(x->id));
-		json_object_set_new(o, "container", str_or_null(x->container));
+		{
+			unsigned uid;
+			bool user = gs_unit_scope_is_user(x->container, &uid);
+
+			json_object_set_new(o, "container", user ? json_null() : str_or_null(x->container));
+			json_object_set_new(o, "user", user ? json_integer(uid) : json_null());
+		}
 		json_object_set_new(o, "stopped_at", json_integer(x->stopped_at));
 		json_object_set_new(rc, "started_at", json_integer(x->reclaim_at));
 		json_object_set_new(rc, "reason", str_or_null(x->reason));

@@ -9,6 +9,18 @@
 #include <string.h>
 
 /* An NVIDIA GPU of the verdict whose memory was not polled. */
+
+/* "container" (the CT a unit runs in) and "user" (the uid whose manager
+ * runs it) of a unit's scope (owner.h gs_unit_scope_user). */
+static void json_set_unit_scope(json_t *o, const char *scope)
+{
+	unsigned uid;
+	bool user = gs_unit_scope_is_user(scope, &uid);
+
+	json_object_set_new(o, "container", !user && scope[0] ? gs_json_text(scope) : json_null());
+	json_object_set_new(o, "user", user ? json_integer(uid) : json_null());
+}
+
 static bool has_unpolled_nvidia(const struct gs_snapshot *s, const struct gs_verify_result *v)
 {
 	for (size_t g = 0; g < v->n_gpus; g++)
@@ -47,11 +59,12 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 		break;
 	case GS_ACT_STOP_UNIT:
 		/* unit and container names come from cgroup paths: escaped */
-		if (p->units[t->unit].container[0])
-			snprintf(buf, len, "stop unit %.200s in CT %.60s", GS_SAFE(p->units[t->unit].unit),
-				 GS_SAFE(p->units[t->unit].container));
-		else
-			snprintf(buf, len, "stop unit %s", GS_SAFE(p->units[t->unit].unit));
+		{
+			char where[96];
+
+			snprintf(buf, len, "stop unit %.200s%s", GS_SAFE(p->units[t->unit].unit),
+				 gs_unit_scope_text(p->units[t->unit].container, where, sizeof(where)));
+		}
 		break;
 	case GS_ACT_STOP_CONTAINER:
 		/* the id comes from a cgroup path: escaped */
@@ -155,8 +168,12 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			if (rs->kind == GS_RESTARTER_PARENT)
 				snprintf(who, sizeof(who), "parent %d (%s)", (int)rs->pid, GS_SAFE(rs->name));
 			else if (rs->kind == GS_RESTARTER_UNIT)
-				snprintf(who, sizeof(who), "unit %.250s%s%.60s, Restart=%.60s", GS_SAFE(rs->name),
-					 rs->container[0] ? " in CT " : "", GS_SAFE(rs->container), GS_SAFE(rs->policy));
+			{
+				char where[96];
+
+				snprintf(who, sizeof(who), "unit %.250s%s, Restart=%.60s", GS_SAFE(rs->name),
+					 gs_unit_scope_text(rs->container, where, sizeof(where)), GS_SAFE(rs->policy));
+			}
 			else if (rs->kind == GS_RESTARTER_CONTAINER)
 				snprintf(who, sizeof(who), "%s container %.12s, --restart=%.60s", rs->runtime,
 					 GS_SAFE(rs->name), GS_SAFE(rs->policy));
@@ -570,7 +587,7 @@ static json_t *json_restarter(const struct gs_restarter *rs)
 	json_object_set_new(o, "name", gs_json_text(rs->name));
 	json_object_set_new(o, GS_JK_PID, rs->kind == GS_RESTARTER_PARENT || rs->pid > 0 ? json_integer(rs->pid)
 										     : json_null());
-	json_object_set_new(o, "container", rs->container[0] ? gs_json_text(rs->container) : json_null());
+	json_set_unit_scope(o, rs->container);
 	json_object_set_new(o, "runtime", rs->runtime[0] ? json_string(rs->runtime) : json_null());
 	json_object_set_new(o, "policy", rs->policy[0] ? gs_json_text(rs->policy) : json_null());
 	json_object_set_new(o, "restart_s", rs->kind == GS_RESTARTER_UNIT ? json_real(rs->restart_ms / 1000.0)
@@ -642,8 +659,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
 			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
 			json_object_set_new(o, "unit", t->unit >= 0 ? gs_json_text(p->units[t->unit].unit) : json_null());
-			json_object_set_new(o, "container", t->unit >= 0 && p->units[t->unit].container[0]
-							     ? gs_json_text(p->units[t->unit].container) : json_null());
+			json_set_unit_scope(o, t->unit >= 0 ? p->units[t->unit].container : "");
 			json_object_set_new(o, "why", json_string(gs_why_str(t->why)));
 			if (t->why != GS_WHY_HOLDER)
 				json_object_set_new(o, "why_pid", json_integer(t->why_pid));
@@ -687,8 +703,7 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_t *o = json_object();
 
 			json_object_set_new(o, "unit", gs_json_text(p->units[u].unit));
-			json_object_set_new(o, "container",
-					    p->units[u].container[0] ? gs_json_text(p->units[u].container) : json_null());
+			json_set_unit_scope(o, p->units[u].container);
 			/* A container stopped through its runtime: "unit" is its id. */
 			json_object_set_new(o, "runtime", p->units[u].runtime[0] ? json_string(p->units[u].runtime)
 										  : json_null());

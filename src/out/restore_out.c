@@ -2,6 +2,7 @@
 #include "out/restore_out.h"
 #include "core/json_keys.h"
 #include "out/status_out.h"
+#include "proc/owner.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 
@@ -14,10 +15,11 @@ void gs_restore_item_name(const struct gs_stopped_rec *r, char *buf, size_t len)
 	if (r->kind == GS_STOPPED_CONTAINER)
 		snprintf(buf, len, "%s container %s%s%.12s%s", r->runtime, r->name[0] ? r->name : "",
 			 r->name[0] ? " (" : "", r->id, r->name[0] ? ")" : "");
-	else if (r->container[0])
-		snprintf(buf, len, "unit %s in CT %s", r->name, r->container);
-	else
-		snprintf(buf, len, "unit %s", r->name);
+	else {
+		char where[96];
+
+		snprintf(buf, len, "unit %s%s", r->name, gs_unit_scope_text(r->container, where, sizeof(where)));
+	}
 }
 
 static void when(int64_t t, char *buf, size_t len)
@@ -46,7 +48,8 @@ void gs_print_restore_plan(FILE *f, const struct gs_restore *rs)
 			fprintf(f, " (%s)", GS_SAFE(it->rec.reason));
 		if (it->outcome == GS_RESTORE_ALREADY_RUNNING)
 			fprintf(f, ": %s again, not started twice", GS_SAFE(it->state_now));
-		else if (it->outcome == GS_RESTORE_NOT_RUNNING_BEFORE || it->outcome == GS_RESTORE_STOPPED_SINCE)
+		else if (it->outcome == GS_RESTORE_NOT_RUNNING_BEFORE || it->outcome == GS_RESTORE_STOPPED_SINCE ||
+			 it->outcome == GS_RESTORE_GONE)
 			fprintf(f, ": %s", GS_SAFE(it->error));
 		fputc('\n', f);
 	}
@@ -117,7 +120,13 @@ json_t *gs_json_restore(const struct gs_restore *rs)
 		json_object_set_new(o, "runtime", gs_json_text(it->rec.runtime));
 		json_object_set_new(o, GS_JK_RESTORE_NAME, str_or_null(it->rec.name));
 		json_object_set_new(o, "id", str_or_null(it->rec.id));
-		json_object_set_new(o, "container", str_or_null(it->rec.container));
+		{
+			unsigned uid;
+			bool user = gs_unit_scope_is_user(it->rec.container, &uid);
+
+			json_object_set_new(o, "container", user ? json_null() : str_or_null(it->rec.container));
+			json_object_set_new(o, "user", user ? json_integer(uid) : json_null());
+		}
 		json_object_set_new(o, "stopped_at", json_integer(it->rec.stopped_at));
 		json_object_set_new(rc, "started_at", json_integer(it->rec.reclaim_at));
 		json_object_set_new(rc, GS_JK_REASON, str_or_null(it->rec.reason));

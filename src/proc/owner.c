@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/util.h"
@@ -417,18 +418,53 @@ static bool classify_container(const struct cgpath *p, struct gs_owner *o)
 	return false;
 }
 
+/* Is c[i] user@UID.service where logind puts a user's manager, below
+ * user.slice/user-UID.slice and below no unit? Anywhere else (a delegated
+ * subtree of a service: /system.slice/ci.service/user@0.service/...) it
+ * is a cgroup someone named so, and the unit above it owns the process. */
+static bool user_manager_at(const struct cgpath *p, size_t i)
+{
+	const char *m;
+	size_t ml;
+
+	if (i < 2 || !middle(p->c[i - 1], "user-", ".slice", &m, &ml) || strcmp(p->c[i - 2], "user.slice"))
+		return false;
+	for (size_t k = 0; k < i; k++)
+		if (is_unit(p->c[k]))
+			return false;
+	return true;
+}
+
 static bool classify_user(const struct cgpath *p, struct gs_owner *o)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const char *m;
 		size_t ml;
 
-		if (middle(p->c[i], "user@", ".service", &m, &ml)) {
+		if (middle(p->c[i], "user@", ".service", &m, &ml) && user_manager_at(p, i)) {
 			o->kind = GS_OWNER_USER_UNIT;
-			(void)parse_u32_span(m, ml, &o->uid); /* leaves 0 on garbage */
-			/* user@UID.service/init.scope is the user manager itself */
-			if (!innermost_unit(p, i + 1, o->name, sizeof(o->name)))
+			/* A uid that does not parse names no manager to ask: no
+			 * unit cgroup either (unit_cg_len stays 0 below). */
+			if (!parse_u32_span(m, ml, &o->uid)) {
+				o->uid = 0;
+				if (!innermost_unit(p, i + 1, o->name, sizeof(o->name)))
+					gs_strlcpy(o->name, p->c[i], sizeof(o->name));
+				return true;
+			}
+			/* Units of the user's manager, as the host's units are the
+			 * host manager's: the outermost below user@UID.service,
+			 * and below a second unit a delegation boundary. The user
+			 * manager runs in the host's cgroup namespace: it names
+			 * the unit's cgroup from the root, as the path does.
+			 * user@UID.service/init.scope is the manager itself. */
+			if (!owning_unit(p, i + 1, o, o->name, sizeof(o->name), o->unit, sizeof(o->unit)))
 				gs_strlcpy(o->name, p->c[i], sizeof(o->name));
+			else if (o->unit_cg_len && !p->outside_ns) {
+				size_t end = (size_t)o->unit_cg_start + o->unit_cg_len;
+
+				o->unit_cg_start = 0;
+				o->unit_cg_len = (unsigned short)end;
+			}
 			return true;
 		}
 		if (middle(p->c[i], "session-", ".scope", &m, &ml)) {
@@ -613,6 +649,45 @@ next:
 	}
 	memset(ret, 0, sizeof(*ret));
 	return -EINVAL;
+}
+
+const char *gs_unit_scope_user(char *buf, size_t len, unsigned uid)
+{
+	snprintf(buf, len, "user/%u", uid);
+	return buf;
+}
+
+bool gs_unit_scope_is_user(const char *container, unsigned *ret_uid)
+{
+	unsigned uid;
+
+	if (!gs_startswith(container, "user/") || !parse_u32_span(container + 5, strlen(container + 5), &uid))
+		return false;
+	if (ret_uid)
+		*ret_uid = uid;
+	return true;
+}
+
+const char *gs_unit_scope_text(const char *container, char *buf, size_t len)
+{
+	unsigned uid;
+	size_t o = 0;
+
+	if (gs_unit_scope_is_user(container, &uid)) {
+		snprintf(buf, len, " of user %u", uid);
+		return buf;
+	}
+	if (!container[0] || len < 16) {
+		if (len)
+			buf[0] = '\0';
+		return buf;
+	}
+	o = (size_t)snprintf(buf, len, " in CT ");
+	/* A CT name comes from a cgroup path: printable bytes only. */
+	for (const char *c = container; *c && o + 1 < len; c++)
+		buf[o++] = (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+	buf[o] = '\0';
+	return buf;
 }
 
 int gs_owner_unit_cgroup(const struct gs_owner *o, char *buf, size_t len)

@@ -53,6 +53,16 @@ int gs_owner_from_cgroup(const char *text, struct gs_owner *ret);
  * to compare with (see unit_cg_len). */
 int gs_owner_unit_cgroup(const struct gs_owner *o, char *buf, size_t len);
 
+/* The manager of a user's units (systemd --user of UID), named in the one
+ * string where other units name the LXC/Proxmox CT they run in (plan.h
+ * gs_unit_stop.container, the restarter's, the stopped-state record's):
+ * "user/UID". No CT id or name has a '/' (a cgroup path component never
+ * does), so the two are never mistaken. gs_unit_scope_user returns buf. */
+const char *gs_unit_scope_user(char *buf, size_t len, unsigned uid);
+bool gs_unit_scope_is_user(const char *container, unsigned *ret_uid);
+/* For people: " in CT 129", " of user 1000", "" on the host (escaped). */
+const char *gs_unit_scope_text(const char *container, char *buf, size_t len);
+
 /* Docker, podman, a Kubernetes pod, LXC/Proxmox or nspawn: what --container
  * names, and a runtime that may restart what is killed from outside. */
 bool gs_owner_kind_is_container(enum gs_owner_kind k);

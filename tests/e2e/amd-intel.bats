@@ -255,6 +255,21 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_alive "$job" "$mon"
 }
 
+@test "amd-intel: a process that only takes a monitor's name (nvtop) and holds VRAM is a compute holder, a target" {
+	# --forge: comm and argv[0] say nvtop, the executable is gs-holder.
+	start_holder fake --forge nvtop --open "$AMD_RENDER"
+	fake=$(rpid fake)
+	amd_used 512
+	mkdrm fdinfo "$GS_HOST" "$fake" "$(fd_of fake "$AMD_RENDER")" amdgpu "$AMD_PCI" 73 --vram-mib 512
+	assert_eq "$(cat "/proc/$fake/comm")" nvtop "its comm"
+
+	run --separate-stderr gs status --json -g 3
+	assert_eq "$(jqo ".processes[] | select(.pid == $fake) | \"\(.role) \(.memory_mib)\"")" "compute 512" "the name-taker"
+	run --separate-stderr gs reclaim -n -g 3 --json
+	assert_eq "$(jqo '[.plan.targets[].pid] | join(",")')" "$fake" "targets"
+	assert_alive "$fake"
+}
+
 @test "amd-intel: reclaim of an Intel holder polls its clients' fdinfo and ends clean once the memory is gone" {
 	start_holder nv --gpu 0 --mib 2048
 	start_holder xe --as train --open "$INTEL_RENDER"

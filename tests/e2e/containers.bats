@@ -94,11 +94,16 @@ stops_restart_always_through_runtime() {
 	world_container_run "$RUNTIME" always --restart=always -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$GS_HOST/a.ready"
 	wait_for 10 test -f "$GS_HOST/a.ready"
 	first=$CONTAINER_PID
+	t0=$(date +%s)
 
 	run --separate-stderr gs reclaim -y --json
 	assert_status 0
 	assert_eq "$(jqo .verdict)" clean verdict
 	assert_eq "$(jqo '.respawns | length')" 0 respawns
+	# The record says when: restore compares it with the container's
+	# last exit.
+	at=$(jq -r '.stopped[0].stopped_at' "$GPUSLATE_STATE_FILE.stopped")
+	[ "$at" -ge "$t0" ] && [ "$at" -le "$(date +%s)" ] || { echo "stopped_at $at, not in [$t0, now]" >&2; return 1; }
 	assert_eq "$(jqo ".plan.targets[] | select(.pid == $first) | \"\(.action) \(.restarter.kind) \(.restarter.runtime) \(.restarter.policy) \(.restarter.handling)\"")" \
 		"stop-container container $RUNTIME always stopped through its runtime" "plan"
 	assert_match "$(jqo '.units[0] | "\(.runtime) \(.unit) \(.stopped) \(.command)"')" \
@@ -154,9 +159,9 @@ restores_container() {
 	first=$CONTAINER_PID
 	$RT stop -t 1 "$WORLD_CNAME" >/dev/null
 	wait_for 10 eval '[ "$(gpu_used 0)" = 0 ]'
-	jq -n --arg rt "$RUNTIME" --arg id "$CONTAINER_ID" --arg name "$WORLD_CNAME" \
+	jq -n --arg rt "$RUNTIME" --arg id "$CONTAINER_ID" --arg name "$WORLD_CNAME" --argjson at "$(date +%s)" \
 		'{schema_version: 1, stopped: [{kind: "container", runtime: $rt, name: $name, id: $id, container: null,
-		  stopped_at: 1, reclaim: {started_at: 1, reason: null}, state_before: "running", enabled_before: null}]}' \
+		  stopped_at: $at, reclaim: {started_at: $at, reason: null}, state_before: "running", enabled_before: null}]}' \
 		>"$BATS_TEST_TMPDIR/stopped.json"
 	install -m 0600 "$BATS_TEST_TMPDIR/stopped.json" "$GPUSLATE_STATE_FILE.stopped"
 	export GPUSLATE_DOCKER=$DOCKER GPUSLATE_PODMAN=$PODMAN
@@ -178,6 +183,73 @@ restores_container() {
 	assert_eq "$(jqo '.items[0] | "\(.outcome) \(.state_now) \(.command)"')" "already-running running null" "item"
 	assert_eq "$($RT inspect -f '{{.State.Pid}}' "$WORLD_CNAME")" "$pid" "same process"
 	assert_dead "$first"
+}
+
+# run --guard (issue 28): an intruder in a --restart=always container is
+# stopped through the runtime, as reclaim would, and stays stopped; a
+# signal would have the runtime restart it, and the guard signal it again
+# on every scan.
+guards_restart_always() {
+	use "$1"
+	local d=$BATS_TEST_TMPDIR
+	bg job gs run -y --guard --grace 1 --json -- \
+		bash -c ': >"$1/started"; while [ ! -e "$1/go" ]; do sleep 0.1; done' _ "$d"
+	wait_for 15 test -e "$d/started"
+	world_container_run "$RUNTIME" intruder --restart=always -- "$GS_HOLDER" --gpu 0 --mib 1000 \
+		--ready-file "$GS_HOST/i.ready"
+	first=$CONTAINER_PID
+	wait_for 20 eval '[ "$(running "$WORLD_CNAME")" = "false 0" ]'
+	stays_for 2 stays_down "$WORLD_CNAME" 0
+	: >"$d/go"
+	bg_wait job 30
+	assert_eq "$BG_STATUS" 9 "exit status (an intruder came)"
+	output=$BG_OUT
+	assert_eq "$(jqo '[.run.intruders[] | "\(.pid) \(.stopped) \(.outcome)"] | join(";")')" \
+		"$first true stopped: stopped-with-unit" "one intruder, stopped through the runtime"
+	assert_dead "$first"
+}
+
+@test "docker: run --guard stops an intruder of a --restart=always container through docker, once; it stays stopped" {
+	guards_restart_always docker
+}
+
+@test "podman: run --guard stops an intruder of a --restart=always container through podman, once; it stays stopped" {
+	guards_restart_always podman
+}
+
+# A container the reclaim stopped (its record 10 s before now) that the
+# operator started and stopped again since: theirs, not started; a record
+# of one removed since: gone, dropped.
+leaves_container_stopped_since() {
+	use "$1"
+	world_container_run "$RUNTIME" web -- "$GS_HOLDER" --gpu 0 --mib 1000 --ready-file "$GS_HOST/w.ready"
+	wait_for 10 test -f "$GS_HOST/w.ready"
+	$RT stop -t 1 "$WORLD_CNAME" >/dev/null
+	wait_for 10 eval '[ "$(gpu_used 0)" = 0 ]'
+	jq -n --arg rt "$RUNTIME" --arg id "$CONTAINER_ID" --arg name "$WORLD_CNAME" --argjson at "$(($(date +%s) - 10))" \
+		'{schema_version: 1, stopped: [{kind: "container", runtime: $rt, name: $name, id: $id, container: null,
+		  stopped_at: $at, reclaim: {started_at: $at, reason: null}, state_before: "running", enabled_before: null},
+		 {kind: "container", runtime: $rt, name: null, id: ("f" * 64), container: null,
+		  stopped_at: $at, reclaim: {started_at: $at, reason: null}, state_before: "running", enabled_before: null}]}' \
+		>"$BATS_TEST_TMPDIR/stopped.json"
+	install -m 0600 "$BATS_TEST_TMPDIR/stopped.json" "$GPUSLATE_STATE_FILE.stopped"
+	export GPUSLATE_DOCKER=$DOCKER GPUSLATE_PODMAN=$PODMAN
+
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo '[.items[] | "\(.outcome) \(.will_start) \(.command)"] | join(";")')" \
+		"stopped-since false null;gone false null" "items"
+	assert_match "$(jqo '.items[0].error')" "started and stopped again since the reclaim" "why"
+	assert_eq "$($RT inspect -f '{{.State.Running}}' "$WORLD_CNAME")" false "still stopped"
+	[ ! -e "$GPUSLATE_STATE_FILE.stopped" ] || { echo "records kept: $(cat "$GPUSLATE_STATE_FILE.stopped")" >&2; return 1; }
+}
+
+@test "restore: a docker container stopped again by the operator since the reclaim is not started; a removed one is gone" {
+	leaves_container_stopped_since docker
+}
+
+@test "restore: a podman container stopped again by the operator since the reclaim is not started; a removed one is gone" {
+	leaves_container_stopped_since podman
 }
 
 @test "restore: a docker container is started again with docker start; one running again is not started twice" {

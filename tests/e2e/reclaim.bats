@@ -522,3 +522,16 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	[ -e "$GPUSLATE_LOCK_FILE" ]
 	case $GPUSLATE_STATE_FILE$GPUSLATE_LOCK_FILE in /run/*) false ;; esac
 }
+
+@test "the last-reclaim record is written through a new file of its own, never one another user put at its temporary name" {
+	start_holder a --gpu 0 --mib 1024
+	# The old temporary name was the record's path and gpuslate's PID,
+	# which exec keeps: a file planted there by another user.
+	run --separate-stderr bash -c 'p="$1.$$"; : >"$p"; chown nobody "$p"; chmod 0666 "$p"; shift; exec "$@"' \
+		_ "$GPUSLATE_STATE_FILE" "$GPUSLATE_BIN" reclaim -y -q
+	assert_status 0
+	planted=$(ls "$GPUSLATE_STATE_FILE".[0-9]*)
+	assert_eq "$(stat -c '%U %s' "$planted")" "nobody 0" "the planted file, untouched"
+	assert_eq "$(stat -c '%U %a' "$GPUSLATE_STATE_FILE")" "root 644" "the record"
+	assert_match "$(cat "$GPUSLATE_STATE_FILE")" '^[0-9]+ 0 clean$' "the record's line"
+}

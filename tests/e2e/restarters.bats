@@ -345,3 +345,70 @@ new_holder_under() {
 	assert_match "$(jqo '.respawns[0].by')" "^parent $shell \\(bash\\)$" "respawned by"
 	assert_alive "$shell"
 }
+
+# wrapper_loop: `while true; do bash train.sh; sleep 0.2; done`, where
+# train.sh runs the holder without exec (its last line follows it), the
+# holder taking 3 s to open the GPU. Sets SUP (the loop), WRAPPER (the
+# train.sh shell) and FIRST (the holder).
+wrapper_loop() {
+	local d=$BATS_TEST_TMPDIR
+	cat >"$d/train.sh" <<-'EOF'
+		"$GS_HOLDER" --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file "$1.ready" -- python3 train.py
+		echo "train.sh: the job ended ($?)"
+	EOF
+	cat >"$d/loop.sh" <<-'EOF'
+		while true; do bash "$2/train.sh" "$1"; sleep 0.2; done
+	EOF
+	GS_HOLDER=$GS_HOLDER bash "$d/loop.sh" "$d/w" "$d" </dev/null >"$d/loop.log" 2>&1 3>&- &
+	SUP=$!
+	track "$SUP" sup
+	wait_for 15 test -f "$d/w.ready"
+	FIRST=$(rpid w)
+	track "$FIRST"
+	WRAPPER=$(awk '{print $4}' "/proc/$FIRST/stat")
+	track "$WRAPPER"
+	assert_eq "$(awk '{print $4}' "/proc/$WRAPPER/stat")" "$SUP" "the wrapper's parent is the loop"
+}
+
+@test "restarters: a loop around a wrapper script (no exec): the loop is the restarter, seen through the wrapper; not clean" {
+	wrapper_loop
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 new_holder_under "$SUP"
+	track "$(new_holder_under "$SUP")"
+	assert_dead "$FIRST"
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_status 1
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $FIRST) | .restarter | \"\(.kind) \(.pid) \(.handling)\"")" \
+		"parent $SUP watched" "restarter: the loop above the wrapper"
+	assert_eq "$(jqo '.respawns[0] | "\(.by) \(.before_gpu)"')" "parent $SUP (bash) true" "respawned by the loop"
+}
+
+@test "restarters: --include-parent stops the loop, then the wrapper script, then the holder: clean, and it stays clean" {
+	wrapper_loop
+
+	run --separate-stderr gs reclaim -y --include-parent --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$SUP,$WRAPPER,$FIRST" "targets, outermost first"
+	assert_dead "$SUP" "$WRAPPER" "$FIRST"
+	stays_for 4.5 eval '[ "$(gpu_used 0)" = 0 ] && ! new_holder_under "$SUP"'
+}
+
+@test "restarters: a loop typed at an interactive shell that pauses 1.5 s before restarting is still caught (2.5 s watch)" {
+	pty_start sh "bash --norc --noprofile -i"
+	pty_type sh "while true; do '$GS_HOLDER' --gpu 0 --mib 1024 --ready-file '$BATS_TEST_TMPDIR/h.ready' -- python3 train.py; sleep 1.5; done"
+	wait_for 15 test -f "$BATS_TEST_TMPDIR/h.ready"
+	FIRST=$(rpid h)
+	track "$FIRST"
+	shell=$(awk '{print $4}' "/proc/$FIRST/stat")
+	track "$shell" sup
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 new_holder_under "$shell"
+	track "$(new_holder_under "$shell")"
+	assert_dead "$FIRST"
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_status 1
+	assert_match "$(jqo '.respawns[0].by')" "^parent $shell \\(bash\\)$" "respawned by"
+}

@@ -130,18 +130,51 @@ trainer_back() {
 
 @test "a start that fails: exit 8, the error named, its record kept; the other unit is started" {
 	reclaimed_trainer
-	# A second record, of a unit this manager does not know.
-	jq '.stopped += [.stopped[0] | .name = "gone.service"]' "$(stopped_file)" >"$BATS_TEST_TMPDIR/s.json"
+	# A second record, of a unit whose start fails.
+	printf '[Service]\nType=oneshot\nExecStart=/bin/false\n' >"$WORLD_SD_DIR/config/systemd/user/broken.service"
+	sd daemon-reload
+	jq '.stopped += [.stopped[0] | .name = "broken.service"]' "$(stopped_file)" >"$BATS_TEST_TMPDIR/s.json"
 	install -m 0600 "$BATS_TEST_TMPDIR/s.json" "$(stopped_file)"
 
 	run --separate-stderr gs restore -y --json
 	assert_status 8
 	assert_eq "$(jqo .verdict)" not-restored verdict
-	assert_eq "$(jqo '[.items[] | "\(.name)=\(.outcome)"] | join(" ")')" "trainer.service=started gone.service=failed" "items"
-	assert_one_error "$stderr" "cannot start unit gone.service: .*gone.service"
+	assert_eq "$(jqo '[.items[] | "\(.name)=\(.outcome)"] | join(" ")')" "trainer.service=started broken.service=failed" "items"
+	assert_one_error "$stderr" "cannot start unit broken.service: .*broken.service"
 	wait_for 10 trainer_back
 	track "$(main_pid trainer.service)"
-	assert_eq "$(stopped_json '[.stopped[].name] | join(" ")')" gone.service "records kept"
+	assert_eq "$(stopped_json '[.stopped[].name] | join(" ")')" broken.service "records kept"
+}
+
+@test "a record of a unit its manager no longer has is reported once as gone and dropped: exit 0, not 8 forever" {
+	reclaimed_trainer
+	jq '.stopped += [.stopped[0] | .name = "gone.service"]' "$(stopped_file)" >"$BATS_TEST_TMPDIR/s.json"
+	install -m 0600 "$BATS_TEST_TMPDIR/s.json" "$(stopped_file)"
+
+	run --separate-stderr gs restore -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" restored verdict
+	assert_eq "$(jqo '[.items[] | "\(.name)=\(.outcome)"] | join(" ")')" "trainer.service=started gone.service=gone" "items"
+	assert_match "$(jqo '.items[1].error')" "no such unit any more" "why"
+	wait_for 10 trainer_back
+	track "$(main_pid trainer.service)"
+	[ ! -e "$(stopped_file)" ] || { echo "record kept: $(cat "$(stopped_file)")" >&2; return 1; }
+}
+
+@test "a transient unit (systemd-run) the reclaim stopped is not recorded; run --restore keeps COMMAND's 0" {
+	world_systemd_start
+	sd_exec systemd-run --quiet --unit=tjob -E "FAKE_NVML_STATE=$FAKE_NVML_STATE" -E "GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT" \
+		"$GS_HOLDER" --gpu 0 --mib 1024
+	track "$(main_pid tjob.service)"
+	wait_for 10 eval '[ "$(gpu_used 0)" = 1024 ]'
+	assert_eq "$(sd show -p UnitFileState --value tjob.service)" transient "tjob.service"
+
+	run --separate-stderr gs run -y --restore --json -- true
+	assert_status 0
+	assert_eq "$(jqo '.units[0] | "\(.unit) \(.exit_status)"')" "tjob.service 0" "stopped through systemd"
+	assert_eq "$(jqo .run.exit_status)" 0 "COMMAND's status"
+	assert_match "$stderr" "tjob.service is a transient unit" "note"
+	[ ! -e "$(stopped_file)" ] || { echo "recorded: $(cat "$(stopped_file)")" >&2; return 1; }
 }
 
 @test "a state file others may write, a symbolic link, or one with a name no manager gives is refused; nothing is started" {

@@ -366,3 +366,42 @@ unit_with_member() {
 	wait_for 30 eval '[ "$(sd show -p NRestarts --value trainer.service)" = 1 ]'
 	track "$(sd show -p MainPID --value trainer.service)"
 }
+
+# unit_through LAUNCHER...: trainer.service whose ExecStart is LAUNCHER...
+# gs-holder (holding GPU 1): MainPID is the launcher ($main), the holder
+# its child ($job); a process moved into the unit holds GPU 0 ($other).
+unit_through() {
+	world_systemd_start
+	world_unit trainer -- "$@" "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	job=$(ready_values "$BATS_TEST_TMPDIR/t.ready" pid)
+	track "$job"
+	[ "$job" != "$main" ] || { echo "the launcher exec'd the job" >&2; return 1; }
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
+		_ "$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+}
+
+# The job's end ends the launcher, the unit's main process: its manager
+# stops the unit and kills the GPU 0 holder that -g 1 leaves alone.
+job_left_alone_as_main() {
+	run --separate-stderr gs reclaim -g 1 -y --json
+	assert_status 6
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $job) | .would_end")" "$other" "the job, left alone"
+	assert_eq "$(jqo '.plan.targets | length')" 0 "targets"
+	assert_alive "$main" "$job" "$other"
+	assert_eq "$(unit_state trainer.service)" "active running $main" "trainer.service"
+}
+
+@test "reclaim -g 1: ExecStart=timeout 1d JOB: the job is the unit's main process through timeout, left alone, exit 6" {
+	unit_through /usr/bin/timeout 1d
+	assert_eq "$(cat "/proc/$main/comm")" timeout "MainPID"
+	job_left_alone_as_main
+}
+
+@test "reclaim -g 1: ExecStart=bash -c 'cd / && JOB; exit' : the job is the unit's main process through the shell, left alone, exit 6" {
+	unit_through /bin/bash -c 'cd / && "$@"; exit $?' sh
+	assert_eq "$(cat "/proc/$main/comm")" bash "MainPID"
+	job_left_alone_as_main
+}

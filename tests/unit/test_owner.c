@@ -329,6 +329,68 @@ static void expect_boundary(const char *text, enum gs_owner_kind kind, const cha
 	}
 }
 
+/* Issue 28: a user's unit is a unit of the user's manager, which names its
+ * cgroup from the root as the path does; a unit below it is delegated. */
+static void test_user_unit_cgroup(void **state)
+{
+	static const struct {
+		const char *text, *name, *unit_cgroup;
+		bool delegated;
+	} cases[] = {
+		{ "0::/user.slice/user-1000.slice/user@1000.service/app.slice/jupyter.service\n", "jupyter.service",
+		  "/user.slice/user-1000.slice/user@1000.service/app.slice/jupyter.service", false },
+		{ "0::/gs-world-1/user.slice/user-0.slice/user@0.service/app.slice/trainer.service\n", "trainer.service",
+		  "/gs-world-1/user.slice/user-0.slice/user@0.service/app.slice/trainer.service", false },
+		{ "0::/user.slice/user-1000.slice/user@1000.service/app.slice/ci.service/inner/job.service\n", "ci.service",
+		  "/user.slice/user-1000.slice/user@1000.service/app.slice/ci.service", true },
+		/* A uid that does not parse names no manager: no unit cgroup. */
+		{ "0::/user.slice/user-x.slice/user@x.service/app.slice/a.service\n", "a.service", "", false },
+		{ "0::/../user.slice/user-1000.slice/user@1000.service/app.slice/a.service\n", "a.service", "", false },
+	};
+	struct gs_owner d;
+
+	/* Named user@0.service inside a service's delegated subtree: the
+	 * service owns it, never root's user manager. */
+	assert_int_equal(gs_owner_from_cgroup("0::/system.slice/ci.service/user@0.service/app.slice/evil.service\n", &d),
+			 0);
+	assert_int_equal(d.kind, GS_OWNER_UNIT);
+	assert_string_equal(d.name, "ci.service");
+	assert_true(d.delegated);
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gs_owner o;
+		char cg[1024] = "";
+		int r;
+
+		assert_int_equal(gs_owner_from_cgroup(cases[i].text, &o), 0);
+		assert_int_equal(o.kind, GS_OWNER_USER_UNIT);
+		assert_string_equal(o.name, cases[i].name);
+		assert_int_equal(o.delegated, cases[i].delegated);
+		r = gs_owner_unit_cgroup(&o, cg, sizeof(cg));
+		if (cases[i].unit_cgroup[0]) {
+			assert_int_equal(r, 0);
+			assert_string_equal(cg, cases[i].unit_cgroup);
+		} else {
+			assert_int_equal(r, -ENOENT);
+		}
+	}
+	{
+		char buf[32];
+		unsigned uid = 1;
+
+		assert_string_equal(gs_unit_scope_user(buf, sizeof(buf), 1000), "user/1000");
+		assert_true(gs_unit_scope_is_user("user/1000", &uid));
+		assert_int_equal(uid, 1000);
+		assert_false(gs_unit_scope_is_user("", NULL));
+		assert_false(gs_unit_scope_is_user("129", NULL));
+		assert_false(gs_unit_scope_is_user("user/", NULL));
+		assert_false(gs_unit_scope_is_user("user/x", NULL));
+		assert_string_equal(gs_unit_scope_text("user/7", buf, sizeof(buf)), " of user 7");
+		assert_string_equal(gs_unit_scope_text("129", buf, sizeof(buf)), " in CT 129");
+		assert_string_equal(gs_unit_scope_text("", buf, sizeof(buf)), "");
+	}
+}
+
 /* Issue 11 item 2: the innermost *.service of a path was taken for a host
  * unit, so `systemctl stop ollama.service` ran on the host for a service
  * inside a container. A unit below another unit belongs to the inner
@@ -565,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_long_paths),
 		cmocka_unit_test(test_real_managers),
+		cmocka_unit_test(test_user_unit_cgroup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

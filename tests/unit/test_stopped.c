@@ -243,6 +243,48 @@ static void test_load_refused(void **state)
 	}
 }
 
+/* A user's unit (issue 28): "user": UID, kept as the user scope, saved
+ * back as it was; refused on a container, beside a CT, or not a uid. */
+static void test_user_units(void **state)
+{
+	static const char user[] =
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"unit\", \"runtime\": \"systemd\","
+		" \"name\": \"jupyter.service\", \"container\": null, \"user\": 1000, \"stopped_at\": 100,"
+		" \"reclaim\": {\"started_at\": 99}}]}";
+	static const char *const bad[] = {
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"container\", \"runtime\": \"docker\", \"id\": \"3f2a\","
+		" \"user\": 0, \"stopped_at\": 1, \"reclaim\": {\"started_at\": 1}}]}",
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"unit\", \"runtime\": \"systemd\", \"name\": \"a.service\","
+		" \"container\": \"129\", \"user\": 0, \"stopped_at\": 1, \"reclaim\": {\"started_at\": 1}}]}",
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"unit\", \"runtime\": \"systemd\", \"name\": \"a.service\","
+		" \"user\": -1, \"stopped_at\": 1, \"reclaim\": {\"started_at\": 1}}]}",
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"unit\", \"runtime\": \"systemd\", \"name\": \"a.service\","
+		" \"user\": \"root\", \"stopped_at\": 1, \"reclaim\": {\"started_at\": 1}}]}",
+		/* The scope's spelling is no CT name the file may carry. */
+		"{\"schema_version\": 1, \"stopped\": [{\"kind\": \"unit\", \"runtime\": \"systemd\", \"name\": \"a.service\","
+		" \"container\": \"user/0\", \"stopped_at\": 1, \"reclaim\": {\"started_at\": 1}}]}",
+	};
+	struct gs_stopped s, back;
+	char path[600], err[256] = "";
+
+	(void)state;
+	assert_int_equal(gs_stopped_parse(user, strlen(user), &s, err, sizeof(err)), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.recs[0].container, "user/1000");
+	path_in(path, sizeof(path), "stopped-user");
+	assert_int_equal(gs_stopped_save(path, &s), 0);
+	assert_int_equal(gs_stopped_load(path, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.n, 1);
+	assert_memory_equal(&back.recs[0], &s.recs[0], sizeof(s.recs[0]));
+	gs_stopped_free(&back);
+	gs_stopped_free(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gs_stopped_parse(bad[i], strlen(bad[i]), &s, err, sizeof(err)) != -EINVAL)
+			print_error("accepted: %s\n", bad[i]);
+		assert_int_equal(gs_stopped_parse(bad[i], strlen(bad[i]), &s, err, sizeof(err)), -EINVAL);
+	}
+}
+
 static void test_path(void **state)
 {
 	char buf[256];
@@ -278,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_save_load),
 		cmocka_unit_test(test_load_refused),
+		cmocka_unit_test(test_user_units),
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_names),
 	};

@@ -60,22 +60,31 @@ world_rm_cgroup_tree() {
 # command in its mount namespace, where /run/systemd/private is its socket).
 # Sets WORLD_SD_PID, WORLD_SD_DIR, WORLD_SD_CGROUP (relative to the unified
 # root, e.g. /gs-world-...: the prefix before system.slice).
+#
+# world_systemd_start --user: the manager is root's user manager instead
+# (user.slice/user-0.slice/user@0.service below the prefix, reached only by
+# `systemctl --user` with XDG_RUNTIME_DIR=/run/user/0; `sd` does that).
+# Units then go in app.slice (world_unit --slice app.slice) as a user's do.
 world_systemd_start() {
-	local root cg
+	local root cg top mode=system
+	[ "${1:-}" = --user ] && mode=user
 	world_need_root
 	[ -x /lib/systemd/systemd ] || skip "systemd is not installed (/lib/systemd/systemd)"
 	command -v nsenter >/dev/null || skip "nsenter (util-linux) is not installed"
 	root=$(world_cgroup2) || skip "no cgroup v2 hierarchy (systemd needs one to track units)"
 	WORLD_SD_DIR=$BATS_TEST_TMPDIR/systemd
-	WORLD_SD_CGROUP=/$(world_uid gs-world)
+	WORLD_SD_MODE=$mode
+	top=/$(world_uid gs-world)
+	WORLD_SD_CGROUP=$top
+	[ "$mode" = user ] && WORLD_SD_CGROUP=$top/user.slice/user-0.slice/user@0.service
 	cg=$root$WORLD_SD_CGROUP
-	mkdir "$cg" || skip "cannot create a cgroup under $root (read-only cgroupfs?)"
-	echo "$cg" >>"$GS_WORLD_CGROUPS"
+	mkdir -p "$cg" || skip "cannot create a cgroup under $root (read-only cgroupfs?)"
+	echo "$root$top" >>"$GS_WORLD_CGROUPS"
 	# systemd mirrors its tree into the name=systemd hierarchy on hybrid hosts.
 	[ -d /sys/fs/cgroup/systemd ] && [ "$root" != /sys/fs/cgroup ] &&
-		echo "/sys/fs/cgroup/systemd$WORLD_SD_CGROUP" >>"$GS_WORLD_CGROUPS"
+		echo "/sys/fs/cgroup/systemd$top" >>"$GS_WORLD_CGROUPS"
 	mkdir -p "$WORLD_SD_DIR"
-	unshare --mount --propagation private "$GS_WORLD/systemd-manager.sh" "$WORLD_SD_DIR" "$cg" \
+	unshare --mount --propagation private "$GS_WORLD/systemd-manager.sh" "$WORLD_SD_DIR" "$cg" "$mode" \
 		</dev/null >"$WORLD_SD_DIR/manager.log" 2>&1 3>&- &
 	WORLD_SD_PID=$!
 	disown "$WORLD_SD_PID"
@@ -98,7 +107,13 @@ world_systemd_ready() {
 # the machine is the same: PIDs, files, cgroups).
 sd_exec() { nsenter -t "$WORLD_SD_PID" -m -- "$@"; }
 # sd ARGS...: the unmodified systemctl, talking to the test's manager.
-sd() { sd_exec systemctl "$@"; }
+sd() {
+	if [ "${WORLD_SD_MODE:-system}" = user ]; then
+		sd_exec env XDG_RUNTIME_DIR=/run/user/0 systemctl --user "$@"
+	else
+		sd_exec systemctl "$@"
+	fi
+}
 
 # world_systemd_stop PID: ends the manager (it stops its units on SIGTERM),
 # then whatever is left in its cgroups.
