@@ -214,7 +214,7 @@ FUZZ_SRC_merge := src/fleet/merge.c src/fleet/hostlist.c src/core/verdict.c src/
 FUZZ_SRC_drm_fdinfo := src/proc/drm_fdinfo.c src/util/pci.c src/util/util.c
 FUZZ_SRC_kfd_properties := src/gpu/kfd.c src/util/pci.c src/util/util.c
 FUZZ_SRC_freezer_cgroup := src/proc/freezer.c src/util/util.c
-FUZZ_SRC_stopped := src/core/stopped.c src/util/util.c
+FUZZ_SRC_stopped := src/core/stopped.c src/proc/owner.c src/util/util.c
 FUZZ_MAXLEN_inventory := 16384
 FUZZ_MAXLEN_merge := 16384
 FUZZ_DICT_merge := -dict=tests/fuzz/json.dict

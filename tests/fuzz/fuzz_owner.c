@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(cg[0] == '/' && strstr(o.cgroup, cg) != NULL);
 				FUZZ_CHECK((n > 8 && !strcmp(cg + n - 8, ".service")) ||
 					   (n > 6 && !strcmp(cg + n - 6, ".scope")));
-				FUZZ_CHECK(o.kind == GS_OWNER_UNIT || o.kind == GS_OWNER_LXC);
+				FUZZ_CHECK(o.kind == GS_OWNER_UNIT || o.kind == GS_OWNER_USER_UNIT ||
+					   o.kind == GS_OWNER_LXC);
 			}
 		}
 	}
