@@ -218,7 +218,7 @@ int gs_filters_scan_host(const struct gs_filters *f, int proc_fd, const struct g
 		char *cmdline = NULL;
 		uid_t uid = (uid_t)-1;
 		struct gs_filter_hits ph = { 0 };
-		bool pass;
+		bool pass, ours;
 		int r;
 
 		if (gs_pidstat_is_kthread(st))
@@ -231,8 +231,12 @@ int gs_filters_scan_host(const struct gs_filters *f, int proc_fd, const struct g
 		}
 		if (r < 0)
 			continue; /* gone, or not ours to read */
-		pass = gs_filters_test(f, uid, &o, st->pid == self ? NULL : (cmdline && *cmdline ? cmdline : st->comm),
-				       &ph);
+		/* gpuslate and what it started (its NVML helper is forked
+		 * without exec: its command line is ours, filters included)
+		 * never match --match; a user, unit or container that names
+		 * gpuslate's own still matches it (json.md, exit 7). */
+		ours = st->pid == self || gs_ptable_is_ancestor(pt, self, st->pid);
+		pass = gs_filters_test(f, uid, &o, ours ? NULL : (cmdline && *cmdline ? cmdline : st->comm), &ph);
 		free(cmdline);
 		h->any_match |= pass;
 		h->hits.users |= ph.users;

@@ -23,6 +23,7 @@ const char *gs_leave_str(enum gs_leave w)
 	switch (w) {
 	case GS_LEAVE_SELF: return "gpuslate itself";
 	case GS_LEAVE_ANCESTOR: return "an ancestor of gpuslate";
+	case GS_LEAVE_STARTED_BY_SELF: return "started by gpuslate (its NVML helper, a tool it runs)";
 	case GS_LEAVE_INIT: return "PID 1";
 	case GS_LEAVE_KTHREAD: return "a kernel thread";
 	case GS_LEAVE_PROTECTED: return "protected daemon (name it with --include to stop it)";
@@ -137,6 +138,13 @@ static bool never_touch(const struct gs_pidstat *st, const struct gs_ptable *pt,
 	}
 	if (gs_ptable_is_ancestor(pt, st->pid, self)) {
 		*why = GS_LEAVE_ANCESTOR;
+		return true;
+	}
+	/* What gpuslate starts (the NVML helper forked without exec, so its
+	 * command line is gpuslate's own; ssh, systemctl, docker) is part of
+	 * it: never a target, whatever a filter says. */
+	if (gs_ptable_is_ancestor(pt, self, st->pid)) {
+		*why = GS_LEAVE_STARTED_BY_SELF;
 		return true;
 	}
 	return false;
@@ -313,7 +321,7 @@ static bool left_for(const struct gs_plan *p, pid_t pid, enum gs_leave why)
 static bool left_for_safety(const struct gs_plan *p, pid_t pid)
 {
 	return left_for(p, pid, GS_LEAVE_SELF) || left_for(p, pid, GS_LEAVE_ANCESTOR) ||
-	       left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
+	       left_for(p, pid, GS_LEAVE_STARTED_BY_SELF) || left_for(p, pid, GS_LEAVE_INIT) || left_for(p, pid, GS_LEAVE_KTHREAD);
 }
 
 /* Step 6: what may stay on each GPU: the memory NVML accounts to processes left

@@ -84,6 +84,7 @@ enum gs_leave {
 	GS_LEAVE_OTHER_GPU,  /* descendant or group member of a target that also holds an unselected GPU */
 	GS_LEAVE_NS_INIT,    /* init of a PID namespace whose end would end a holder left alone (would_end) */
 	GS_LEAVE_UNIT_MAIN,  /* may be its unit's main process: its exit would stop the unit and a holder left alone */
+	GS_LEAVE_STARTED_BY_SELF, /* a descendant of gpuslate: its NVML helper, a tool it runs */
 };
 
 struct gs_leftalone {

@@ -22,6 +22,7 @@
  * dies (PR_SET_PDEATHSIG). */
 #include "gpu/gpu.h"
 #include "gpu/nvml.h"
+#include "util/proctitle.h"
 #include "util/util.h"
 
 #include <dirent.h>
@@ -231,6 +232,9 @@ static _Noreturn void child_main(int sock, pid_t parent, const struct gs_nvml_op
 	struct gs_gpu_backend *b = NULL;
 	unsigned count = 0;
 
+	/* Recognisable in the process table, and no longer carrying
+	 * gpuslate's argv (its filters) for anyone to match. */
+	(void)gs_proctitle_set("gpuslate-nvml");
 	if (child_detach(sock, parent) < 0)
 		_exit(1);
 	memset(&hello, 0, sizeof(hello));

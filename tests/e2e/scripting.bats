@@ -1,0 +1,37 @@
+#!/usr/bin/env bats
+# Scripting safety (issue 26): a mistyped filter, an empty selection value,
+# a COMMAND that cannot run, a user who is not root, a host without a
+# driver, signals sent to run's process group and Ctrl-C during a reclaim.
+# Each must give a script the right answer and cost no job.
+
+load helpers
+
+@test "scripting: --match that names nothing is 'no match' (exit 7) with NVML in use; the holder lives" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	run --separate-stderr gs reclaim -y -g 0 --match zzq --json
+	assert_status 7
+	assert_eq "$(jqo .verdict)" no-match verdict
+	assert_alive "$a"
+	run --separate-stderr gs reclaim -n -g 0 --match zzq
+	assert_status 7
+	assert_match "$output$stderr" "Nothing matched" "dry run says so"
+	assert_alive "$a"
+}
+
+# nvml_helper PID: the NVML helper of the gpuslate with that PID.
+nvml_helper() { pgrep -P "$1" -x gpuslate-nvml; }
+
+@test "scripting: the NVML helper is named gpuslate-nvml and carries none of gpuslate's arguments" {
+	start_holder a --gpu 0 --mib 2048 --ignore-term
+	a=$(rpid a)
+	bg rc "$GPUSLATE_BIN" reclaim -y --json --match 'gs-holder' --grace 5
+	wait_for 10 nvml_helper "$BG_PID"
+	h=$(nvml_helper "$BG_PID")
+	assert_eq "$(tr '\0' ' ' <"/proc/$h/cmdline" | sed 's/ *$//')" gpuslate-nvml "helper's command line"
+	bg_wait rc 60
+	assert_eq "$BG_STATUS" 0 "reclaim (stderr: $BG_ERR)"
+	output=$BG_OUT
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$a" "the holder is the only target"
+	assert_dead "$a"
+}
