@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,16 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 		snprintf(what, sizeof(what), "-%c", o->key);
 	else
 		snprintf(what, sizeof(what), "--%s", o->name);
+	/* An empty value is an unset variable in a script (-g
+	 * "$CUDA_VISIBLE_DEVICES"), never a choice: for a selection it would
+	 * mean "everything". Only free text may be empty. */
+	if (o->arg && arg && !arg[0] && o->off != offsetof(struct gs_request, reason)) {
+		if (o->key < 0x80)
+			gs_err("-%c/--%s: empty value (an unset variable?)", o->key, o->name);
+		else
+			gs_err("--%s: empty value (an unset variable?)", o->name);
+		return -EINVAL;
+	}
 	switch (o->type) {
 	case GS_OT_FLAG:
 		*(bool *)(base + o->off) = true;

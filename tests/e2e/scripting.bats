@@ -35,3 +35,19 @@ nvml_helper() { pgrep -P "$1" -x gpuslate-nvml; }
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$a" "the holder is the only target"
 	assert_dead "$a"
 }
+
+@test "scripting: an empty selection value (-g \"\$UNSET\", -u, --unit, --container, --match, -w) is a usage error; nothing stopped" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	for opt in -g -u --unit --container --match -w; do
+		run --separate-stderr gs reclaim -y "$opt" "" --json
+		assert_status 2
+		assert_match "$stderr" "^gpuslate: (-./)?$opt(/--[a-z]+)?: empty value" "$opt named"
+		assert_eq "$(grep -c "^gpuslate: " <<<"$stderr")" 1 "one error line for $opt"
+		assert_alive "$a"
+	done
+	run --separate-stderr gs reclaim -y --gpus= --json
+	assert_status 2
+	assert_match "$stderr" "^gpuslate: -g/--gpus: empty value" "--gpus= named"
+	assert_alive "$a"
+}
