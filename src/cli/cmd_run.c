@@ -212,6 +212,21 @@ int gs_cmd_run(const struct gs_request *cli)
 	int status, r;
 
 	memset(&job, 0, sizeof(job));
+	{
+		/* COMMAND must be able to run before anything is stopped for it:
+		 * a typo (pythn3) must not cost another user's job. The shell's
+		 * statuses: 127 not found, 126 not executable. */
+		char path[4096];
+
+		r = gs_runjob_resolve(req.run_argv[0], path, sizeof(path));
+		if (r < 0) {
+			gs_err("cannot run '%s': %s; nothing was stopped", req.run_argv[0],
+			       r == -ENOENT ? (strchr(req.run_argv[0], '/') ? "no such file" : "command not found in PATH")
+			       : r == -EACCES ? "not an executable file"
+					      : strerror(-r));
+			return r == -ENOENT ? 127 : 126;
+		}
+	}
 	gs_runjob_save_dispositions();
 	/* The reclaim is reclaim's own, plan and question included. */
 	req.cmd = GS_CMD_RECLAIM;

@@ -136,6 +136,11 @@ void gs_cli_print_early_json(const struct gs_request *cli, int status)
 					json_array_append_new(argv, gs_json_text(cli->run_argv[i]));
 				json_object_set_new(run, "command", argv);
 				json_object_set_new(run, "started", json_false());
+				json_object_set_new(run, "pid", json_null());
+				/* A COMMAND that cannot be executed: the shell's status,
+				 * found before anything was stopped. */
+				json_object_set_new(run, "exit_status",
+						    status == 126 || status == 127 ? json_integer(status) : json_null());
 				json_object_set_new(j, "run", run);
 			}
 		} else if (cli->cmd == GS_CMD_STATUS) {

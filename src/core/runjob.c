@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -411,6 +412,61 @@ out:
 	gs_ptable_free(&pt);
 	gs_snapshot_free(&s);
 	return r;
+}
+
+/* Is path an executable regular file? -EACCES for one that exists but is
+ * not (a directory, no x bit, a noexec mount is only found by exec). */
+static int executable_file(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0)
+		return -EACCES;
+	return 0;
+}
+
+int gs_runjob_resolve(const char *file, char *buf, size_t len)
+{
+	const char *path = getenv("PATH"), *p, *colon;
+	int denied = 0;
+
+	if (!file || !file[0])
+		return -ENOENT;
+	if (strchr(file, '/')) {
+		int r = executable_file(file);
+
+		if (r == 0 && gs_strlcpy(buf, file, len) >= len)
+			return -ENAMETOOLONG;
+		return r;
+	}
+	if (!path)
+		path = "/usr/local/bin:/bin:/usr/bin"; /* execvp's default (glibc) */
+	for (p = path;; p = colon + 1) {
+		char cand[4096];
+		size_t dl;
+		int n, r;
+
+		colon = strchr(p, ':');
+		dl = colon ? (size_t)(colon - p) : strlen(p);
+		/* An empty entry is the current directory, as for execvp. */
+		n = dl ? snprintf(cand, sizeof(cand), "%.*s/%s", (int)dl, p, file)
+		       : snprintf(cand, sizeof(cand), "%s", file);
+		if (n > 0 && (size_t)n < sizeof(cand)) {
+			r = executable_file(cand);
+			if (r == 0) {
+				if (gs_strlcpy(buf, cand, len) >= len)
+					return -ENAMETOOLONG;
+				return 0;
+			}
+			if (r == -EACCES)
+				denied = r;
+		}
+		if (!colon)
+			break;
+	}
+	return denied ? denied : -ENOENT;
 }
 
 /* fork + exec with the dispositions and mask a shell would give it; an

@@ -68,6 +68,13 @@ struct gs_runjob {
  * reclaim installs its handlers: COMMAND gets the ignored ones ignored. */
 void gs_runjob_save_dispositions(void);
 
+/* Where execvp would find COMMAND (argv[0]): a name with a '/' as it is,
+ * else the first executable regular file of that name along PATH (the
+ * default search path when PATH is unset). Asked before the reclaim, so a
+ * typo stops nothing (issue 26). 0 with the path in buf; -ENOENT (the
+ * shell's 127) or -EACCES (126: found, but not an executable file). */
+int gs_runjob_resolve(const char *file, char *buf, size_t len);
+
 /* Run req->run_argv after the clean reclaim rc (its lock held, its
  * discovery used for the intruder scans). Returns 0 with ret filled when
  * COMMAND was started or its exec failed (ret->exec_errno); -EINTR when

@@ -51,3 +51,23 @@ nvml_helper() { pgrep -P "$1" -x gpuslate-nvml; }
 	assert_match "$stderr" "^gpuslate: -g/--gpus: empty value" "--gpus= named"
 	assert_alive "$a"
 }
+
+@test "scripting: run with a COMMAND that cannot run exits 127/126 before the reclaim; nothing stopped" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	run -127 --separate-stderr gs run -y -g 0 -- pythn3 bench.py
+	assert_status 127
+	assert_match "$stderr" "^gpuslate: cannot run 'pythn3': command not found in PATH; nothing was stopped\$" "said"
+	assert_alive "$a"
+	assert_eq "$(gpu_used 0)" 2048 "GPU 0 still held"
+	printf '#!/bin/sh\nexit 0\n' >"$BATS_TEST_TMPDIR/noexec.sh"
+	chmod 0644 "$BATS_TEST_TMPDIR/noexec.sh"
+	run -126 --separate-stderr gs run -y -g 0 --json -- "$BATS_TEST_TMPDIR/noexec.sh"
+	assert_status 126
+	assert_eq "$(jqo '"\(.exit_status) \(.run.started) \(.processes | length)"')" "126 false 0" "JSON: status, not started, nothing stopped"
+	assert_alive "$a"
+	# A dry run says the same.
+	run -127 --separate-stderr gs run -n -g 0 -- pythn3
+	assert_status 127
+	assert_alive "$a"
+}
