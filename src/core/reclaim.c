@@ -96,6 +96,7 @@ static void lock_waiting(void *ud)
 {
 	struct gs_reclaim *rc = ud;
 
+	rc->lock_waited = true;
 	note(rc, "another gpuslate reclaim is running on this host; waiting up to %.0f s", rc->req->timeout_ms / 1000.0);
 }
 
@@ -993,8 +994,9 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	char err[512];
 	int r;
 
-	if (acting && take_lock(rc, req) < 0)
-		return 0;
+	/* The driver first, the lock after: a host without a GPU gets its
+	 * exit 3 with nothing written (no /run/gpuslate.lock), and a dry run
+	 * takes no lock at all (issue 26). */
 	r = gs_request_discover_open(req, &rc->d, err, sizeof(err));
 	if (r < 0)
 		return fail(rc, r == -ENOENT || r == -ENOTDIR ? GS_EXIT_USAGE : gs_exit_of_error(r, GS_EXIT_DRIVER), "%s", err);
@@ -1008,6 +1010,21 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 		gs_request_no_driver(req, &rc->s, rc->error, sizeof(rc->error));
 		rc->rep.exit_status = GS_EXIT_DRIVER;
 		return 0;
+	}
+	if (acting) {
+		rc->lock_waited = false;
+		if (take_lock(rc, req) < 0)
+			return 0;
+		if (rc->lock_waited) {
+			/* Another reclaim ran meanwhile: what it stopped is not
+			 * ours to plan from. */
+			gs_snapshot_free(&rc->s);
+			r = gs_snapshot_take(&rc->d, &rc->s);
+			if (r < 0)
+				return fail(rc, r == -ENODEV ? GS_EXIT_DRIVER : gs_exit_of_error(r, GS_EXIT_DRIVER),
+					    "cannot read GPU state: %s",
+					    gs_discover_error(&rc->d)[0] ? gs_discover_error(&rc->d) : strerror(-r));
+		}
 	}
 	if (rc->hooks->snapshot_ready)
 		rc->hooks->snapshot_ready(rc->hooks->ud, &rc->s);

@@ -125,6 +125,7 @@ struct gs_reclaim {
 	const char *resolved[GS_MAX_MULTI];
 	char driver_msg[300];
 	int lock_fd;
+	bool lock_waited;              /* another reclaim held the lock first */
 	int64_t started_at;            /* unix seconds, for the stopped-state file */
 	unsigned stage;                /* how far set-up went, for gs_reclaim_free */
 	const struct gs_reclaim_hooks *hooks;

@@ -71,3 +71,60 @@ nvml_helper() { pgrep -P "$1" -x gpuslate-nvml; }
 	assert_status 127
 	assert_alive "$a"
 }
+
+# lock_hold: another reclaim holds the host lock (flock(1), as gpuslate
+# takes it; -o: the lock stays flock's, not its child's); lock_release.
+lock_hold() {
+	bg locker flock -o -x "$GPUSLATE_LOCK_FILE" sleep 600
+	LOCKER=$BG_PID
+	wait_for 10 eval '! flock -n "$GPUSLATE_LOCK_FILE" true'
+}
+lock_release() {
+	pkill -KILL -P "$LOCKER" sleep
+	wait_for 10 dead "$LOCKER"
+}
+
+@test "scripting: without a GPU driver reclaim exits 3 and writes no lock file, no state file" {
+	export GPUSLATE_NVML_LIB=$BATS_TEST_TMPDIR/nonexistent/libnvidia-ml.so.1
+	rm -rf "$GPUSLATE_NVIDIA_PROCFS"
+	run --separate-stderr gs reclaim -y
+	assert_status 3
+	assert_match "$stderr" "no NVIDIA GPU driver" "said"
+	[ ! -e "$GPUSLATE_LOCK_FILE" ] || { echo "lock file written without a driver" >&2; false; }
+	[ ! -e "$GPUSLATE_STATE_FILE" ] || { echo "state file written without a driver" >&2; false; }
+}
+
+@test "scripting: a dry run takes no lock: it answers while another reclaim holds it, and writes nothing" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	lock_hold
+	run --separate-stderr timeout 20 "$GPUSLATE_BIN" reclaim -n --json
+	lock_release
+	assert_status 0
+	assert_eq "$(jqo .verdict)" dry-run verdict
+	assert_no_match "$stderr" "another gpuslate reclaim" "no waiting for the lock"
+	assert_alive "$a"
+	rm -f "$GPUSLATE_LOCK_FILE"
+	run --separate-stderr gs reclaim -n
+	[ ! -e "$GPUSLATE_LOCK_FILE" ] || { echo "a dry run created the lock file" >&2; false; }
+	[ ! -e "$GPUSLATE_STATE_FILE" ] || { echo "a dry run wrote the state file" >&2; false; }
+}
+
+@test "scripting: a reclaim that waited for the lock plans from what the host holds after the wait" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	lock_hold
+	bg rc "$GPUSLATE_BIN" reclaim -y --json --timeout 30
+	wait_for 15 file_has "$BATS_TEST_TMPDIR/rc.err" "another gpuslate reclaim is running"
+	# Meanwhile the other reclaim ends a, and a new job starts.
+	kill -KILL "$a"
+	wait_for 5 dead "$a"
+	start_holder b --gpu 1 --mib 1024
+	b=$(rpid b)
+	lock_release
+	bg_wait rc 60
+	output=$BG_OUT
+	assert_eq "$BG_STATUS" 0 "exit status (stderr: $BG_ERR)"
+	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$b" "the job started during the wait is the target"
+	assert_dead "$b"
+}
