@@ -41,9 +41,13 @@ static volatile sig_atomic_t interrupted;
 /* The driver failed while stopping: stop escalating (see stop_tick). */
 static volatile sig_atomic_t driver_failed;
 
+/* Which signal interrupted: the exit status is the shell's 128 + N. */
+static volatile sig_atomic_t interrupt_sig;
+
 static void on_interrupt(int sig)
 {
-	(void)sig;
+	if (!interrupted)
+		interrupt_sig = sig;
 	interrupted = 1;
 }
 
@@ -793,6 +797,13 @@ static void judge(struct gs_reclaim *rc)
 		/* The summary (and a Slurm epilog's log line) names the call. */
 		snprintf(rc->driver_msg, sizeof(rc->driver_msg), "driver failure: %s", vr->driver_error);
 		conclude(rc, GS_VERDICT_DRIVER_FAILURE, rc->driver_msg);
+	} else if (vr->interrupted || (rc->rep.stop && rc->rep.stop->interrupted) || interrupted) {
+		/* Ctrl-C is its own outcome, not "not clean after 0.0 s": a
+		 * script sees 130, as for any command SIGINT ended. */
+		conclude(rc, GS_VERDICT_INTERRUPTED,
+			 "interrupted: what was stopped so far is listed; the GPUs were not verified");
+		if (interrupt_sig > 0)
+			rc->rep.exit_status = 128 + interrupt_sig;
 	} else if (vr->clean && vr->memory_unverified) {
 		conclude(rc, GS_VERDICT_UNVERIFIED,
 			 unpolled_drm_gpu(&rc->s, vr)

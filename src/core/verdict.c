@@ -25,6 +25,7 @@ static const struct {
 	[GS_VERDICT_RESTORED] = { "restored", GS_EXIT_CLEAN },
 	[GS_VERDICT_NOTHING_TO_RESTORE] = { "nothing-to-restore", GS_EXIT_CLEAN },
 	[GS_VERDICT_NOT_RESTORED] = { "not-restored", GS_EXIT_NOT_RESTORED },
+	[GS_VERDICT_INTERRUPTED] = { "interrupted", GS_EXIT_INTERRUPTED },
 };
 
 const char *gs_verdict_name(enum gs_verdict v)

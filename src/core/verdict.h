@@ -28,6 +28,9 @@ enum gs_exit {
 	/* gpuslate ran out of memory: it could not finish, so the GPUs are
 	 * not known to be clean (see gs_exit_of_error). */
 	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,
+	/* Interrupted (SIGINT, SIGTERM, SIGHUP) before a verdict: what the
+	 * shell gives a command that SIGINT ended, 128 + 2. */
+	GS_EXIT_INTERRUPTED = 130,
 };
 
 enum gs_verdict {
@@ -48,6 +51,9 @@ enum gs_verdict {
 	GS_VERDICT_RESTORED,        /* everything recorded is running again */
 	GS_VERDICT_NOTHING_TO_RESTORE,
 	GS_VERDICT_NOT_RESTORED,    /* some start failed */
+	/* reclaim, wait: a signal ended the stop or the wait; what was
+	 * done so far is reported, the GPUs are not verified. */
+	GS_VERDICT_INTERRUPTED,
 };
 
 /* "clean", "selection-gone", ...; NULL for GS_VERDICT_NONE. */

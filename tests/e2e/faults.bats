@@ -158,7 +158,7 @@ require_nobody() {
 	assert_alive "$a" "$pd"
 }
 
-@test "faults: SIGTERM to gpuslate during the grace period: stops escalating, reports, exit 1" {
+@test "faults: SIGTERM to gpuslate during the grace period: stops escalating, reports, interrupted, exit 143" {
 	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
 	start_holder by --gpu 1 --mib 512
 	p=$(rpid stubborn)
@@ -172,8 +172,8 @@ require_nobody() {
 	kill -TERM "$BG_PID"
 	bg_wait term 20
 	output=$BG_OUT
-	assert_eq "$BG_STATUS" 1 "exit status"
-	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	assert_eq "$BG_STATUS" 143 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "interrupted true" "verdict, interrupted"
 	# CONT and TERM (or only the first, when the signal came between them),
 	# never KILL
 	assert_eq "$(proc_json "$p" .outcome)" interrupted "the holder's outcome"
@@ -185,7 +185,7 @@ require_nobody() {
 	assert_alive "$p" "$by"
 }
 
-@test "faults: SIGHUP to gpuslate during the memory wait: reports what was stopped, exit 1" {
+@test "faults: SIGHUP to gpuslate during the memory wait: reports what was stopped, interrupted, exit 129" {
 	# The target exits on SIGTERM but its memory takes 60 s to come back.
 	start_holder slow --gpu 0 --mib 1024 --release-ms 60000
 	start_holder by --gpu 1 --mib 512
@@ -197,8 +197,8 @@ require_nobody() {
 	kill -HUP "$BG_PID"
 	bg_wait hup 20
 	output=$BG_OUT
-	assert_eq "$BG_STATUS" 1 "exit status"
-	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	assert_eq "$BG_STATUS" 129 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "interrupted true" "verdict, interrupted"
 	assert_eq "$(proc_json "$p" .outcome)" exited-after-term "the target"
 	assert_eq "$(jqo '[.processes[].pid] | map(tostring) | join(",")')" "$p" "processes acted on"
 	assert_eq "$(error_lines "$BG_ERR")" "" "errors on stderr"

@@ -426,7 +426,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	assert_dead "$a"
 }
 
-@test "reclaim: Ctrl-C during the grace period stops escalating: no SIGKILL, exit 1" {
+@test "reclaim: Ctrl-C during the grace period stops escalating: no SIGKILL, interrupted, exit 130" {
 	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
 	p=$(rpid stubborn)
 	# Stopped, so that its state shows when gpuslate's SIGCONT (sent right
@@ -440,8 +440,8 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	bg_wait ctrlc 20
 	t1=$(now_ms)
 	output=$BG_OUT
-	assert_eq "$BG_STATUS" 1 "exit status"
-	assert_eq "$(jqo '"\(.verdict) \(.interrupted)"')" "not-clean true" "verdict, interrupted"
+	assert_eq "$BG_STATUS" 130 "exit status"
+	assert_eq "$(jqo '"\(.verdict) \(.interrupted) \(.exit_status)"')" "interrupted true 130" "verdict, interrupted"
 	assert_eq "$(proc_json "$p" '"\(.outcome) \(.signals | join(","))"')" "interrupted SIGTERM,SIGCONT" "the holder"
 	assert_alive "$p"
 	[ $((t1 - t0)) -lt 20000 ] || { echo "took $((t1 - t0)) ms" >&2; false; }

@@ -128,3 +128,28 @@ lock_release() {
 	assert_eq "$(jqo '[.plan.targets[].pid] | map(tostring) | join(",")')" "$b" "the job started during the wait is the target"
 	assert_dead "$b"
 }
+
+# term_pending PID: SIGTERM is pending for PID (sent, blocked).
+term_pending() {
+	local m
+	for m in $(sed -n 's/^\(SigPnd\|ShdPnd\):[[:space:]]*//p' "/proc/$1/status"); do
+		(((0x$m >> 14) & 1)) && return 0
+	done
+	return 1
+}
+
+@test "scripting: Ctrl-C during a reclaim's grace period is 'interrupted', exit 130, not 'not clean'" {
+	# SIGTERM blocked: it stays pending, which shows it was sent.
+	start_holder stubborn --gpu 0 --mib 2048 --block-term
+	p=$(rpid stubborn)
+	bg rc "$GPUSLATE_BIN" reclaim -y --json --grace 30
+	wait_for 15 term_pending "$p"
+	kill -INT "$BG_PID"
+	bg_wait rc 20
+	output=$BG_OUT
+	assert_eq "$BG_STATUS" 130 "exit status (stderr: $BG_ERR)"
+	assert_eq "$(jqo '"\(.verdict) \(.exit_status) \(.interrupted)"')" "interrupted 130 true" "verdict"
+	assert_eq "$(jqo ".processes[] | select(.pid == $p) | .signals | join(\",\")")" SIGTERM,SIGCONT "what was sent so far"
+	# No SIGKILL after the interruption: the grace period was not over.
+	assert_alive "$p"
+}
