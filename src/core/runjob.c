@@ -471,11 +471,11 @@ int gs_runjob_resolve(const char *file, char *buf, size_t len)
 
 /* fork + exec with the dispositions and mask a shell would give it; an
  * exec failure comes back through a close-on-exec pipe. */
-static int spawn(char *const *argv, const sigset_t *mask, pid_t *ret_pid, int *ret_exec_errno)
+static int spawn(char *const *argv, const sigset_t *mask, bool own_group, pid_t *ret_pid, int *ret_exec_errno)
 {
 	int pfd[2], e = 0;
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
@@ -487,6 +487,24 @@ static int spawn(char *const *argv, const sigset_t *mask, pid_t *ret_pid, int *r
 		return -e;
 	}
 	if (pid == 0) {
+		/* Not the terminal's foreground job (a supervisor, a script,
+		 * a background job): COMMAND gets a process group of its own,
+		 * so that a signal sent to gpuslate's group (kill -INT --
+		 * -PGID, a supervisor's stopasgroup) reaches gpuslate alone,
+		 * which passes it on once; in one group COMMAND got it twice.
+		 * At a terminal's foreground COMMAND stays in gpuslate's group:
+		 * Ctrl-C reaches it once from the terminal (not passed on), and
+		 * Ctrl-Z stops the whole job as the shell expects. Set here and
+		 * in the parent, so that neither order races. */
+		if (own_group) {
+			(void)setpgid(0, 0);
+			/* Out of gpuslate's group, a kill of that group (SIGKILL
+			 * after a supervisor's stopwaitsecs) would no longer end
+			 * COMMAND: gpuslate's end does, as the group kill did. */
+			(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+			if (getppid() != parent)
+				_exit(126);
+		}
 		for (int i = 0; i < 4; i++) {
 			struct sigaction sa = { .sa_handler = was_ignored[i] ? SIG_IGN : SIG_DFL };
 
@@ -506,6 +524,8 @@ static int spawn(char *const *argv, const sigset_t *mask, pid_t *ret_pid, int *r
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	close(pfd[1]);
+	if (own_group)
+		(void)setpgid(pid, pid); /* EACCES once it has exec'd: it did it itself */
 	do
 		n = read(pfd[0], &e, sizeof(e));
 	while (n < 0 && errno == EINTR);
@@ -515,8 +535,11 @@ static int spawn(char *const *argv, const sigset_t *mask, pid_t *ret_pid, int *r
 	return 0;
 }
 
-/* Signals for COMMAND: one gpuslate got from a terminal reached COMMAND
- * too when it is still in our process group; anything else is passed on. */
+/* Signals for COMMAND. In its own process group (spawn) it received none
+ * of what gpuslate got, so each is passed on, once, to COMMAND itself
+ * (which passes it to its workers, as torchrun and mpirun do). In ours
+ * (a terminal's foreground job), one the kernel sent the whole group (the
+ * terminal's Ctrl-C) reached it already. */
 static void forward(struct gs_runjob *job, int pidfd, pid_t child)
 {
 	for (int i = 0; i < 3; i++) {
@@ -542,7 +565,8 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	sigset_t block, old, waitmask;
 	siginfo_t si;
 	uint64_t next_scan, t0_ns = 0;
-	int pidfd = -1, r;
+	int pidfd = -1, tty, r;
+	bool tty_fg;
 
 	memset(job, 0, sizeof(*job));
 	if (!req->run_argv || !req->run_argv[0])
@@ -568,6 +592,11 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 	waitmask = old;
 	for (int i = 0; i < 3; i++)
 		sigdelset(&waitmask, forwarded_signals[i]);
+	/* Is gpuslate the terminal's foreground job? (spawn) */
+	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	tty_fg = tty >= 0 && tcgetpgrp(tty) == getpgrp();
+	if (tty >= 0)
+		close(tty);
 	w.waitmask = waitmask;
 	/* A Ctrl-C or SIGTERM after the reclaim's verdict and before these
 	 * handlers: whoever sent it did not want COMMAND started. */
@@ -585,7 +614,7 @@ int gs_runjob_run(struct gs_reclaim *rc, const struct gs_request *req, const str
 		(void)clock_gettime(CLOCK_REALTIME, &ts);
 		job->started_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	}
-	r = spawn(req->run_argv, &old, &w.child, &job->exec_errno);
+	r = spawn(req->run_argv, &old, !tty_fg, &w.child, &job->exec_errno);
 	if (r < 0)
 		goto out;
 	job->started = true;

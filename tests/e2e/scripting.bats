@@ -153,3 +153,45 @@ term_pending() {
 	# No SIGKILL after the interruption: the grace period was not over.
 	assert_alive "$p"
 }
+
+# count_job D: a COMMAND that counts the SIGINTs it gets in D/count and
+# exits with the count once D/go appears.
+count_job() {
+	cat >"$1/job.sh" <<-SH
+		n=0
+		trap 'n=\$((n+1)); echo \$n >"$1/count"' INT
+		echo pid=\$\$ >"$1/j.started"
+		while [ ! -e "$1/go" ]; do sleep 0.05; done
+		exit \$n
+	SH
+}
+job_started() { [ -s "$BATS_TEST_TMPDIR/$1.started" ]; }
+
+@test "scripting: SIGINT to run's whole process group (kill -INT -- -PGID) reaches COMMAND once" {
+	local d=$BATS_TEST_TMPDIR
+	count_job "$d"
+	# Its own session and group, as a supervisor starts it (stopasgroup).
+	bg job setsid env --default-signal=INT "$GPUSLATE_BIN" run -y -- bash "$d/job.sh"
+	g=$BG_PID
+	wait_for 20 job_started j
+	assert_eq "$(ps -o pgid= -p "$g" | tr -d ' ')" "$g" "gpuslate leads its group"
+	kill -INT -- -"$g"
+	wait_for 10 test -s "$d/count"
+	# Time for a second delivery, had it come.
+	stays_for 1 grep -qx 1 "$d/count"
+	touch "$d/go"
+	bg_wait job
+	assert_eq "$BG_STATUS" 1 "exit status (COMMAND's count of SIGINTs)"
+	assert_match "$BG_ERR" "^  signals +SIGINT passed on to COMMAND \(1\)$" "summary"
+}
+
+@test "scripting: SIGKILL to run's process group ends COMMAND too (a supervisor's killasgroup)" {
+	local d=$BATS_TEST_TMPDIR
+	bg job setsid "$GPUSLATE_BIN" run -y -- bash -c "trap '' TERM INT; echo pid=\$\$ >'$d/j.started'; while :; do sleep 0.05; done"
+	g=$BG_PID
+	wait_for 20 job_started j
+	c=$(ready_values "$d/j.started" pid)
+	kill -KILL -- -"$g"
+	wait_for 10 dead "$g"
+	wait_for 10 dead "$c"
+}
