@@ -305,6 +305,33 @@ static bool is_job_launcher(const char *comm)
 	return !strcmp(comm, "slurmstepd");
 }
 
+/* Is par the unit's main process as far as its end goes: the manager's
+ * child, or below it through launchers and shells only (`timeout 1d
+ * SUPERVISOR`, `bash -c 'cd /x; SUPERVISOR'`), which end when par ends and
+ * take the unit with them (its manager then stops it, killing every
+ * process in it). A chain longer than any real one counts: the safe way. */
+static bool ends_unit_main(const struct gs_ptable *pt, const struct gs_restarter_env *env,
+			   const struct gs_pidstat *par)
+{
+	const struct gs_pidstat *st = par;
+
+	for (int depth = 0; st && depth < 64; depth++) {
+		const struct gs_pidstat *gp;
+
+		if (st->ppid <= 1)
+			return true;
+		gp = gs_ptable_find(pt, st->ppid);
+		if (!gp)
+			return false;
+		if (!strcmp(gp->comm, "systemd"))
+			return true;
+		if (is_job_launcher(gp->comm) || gs_launch_kind_ask(env->launch_kind, env->launch_ud, gp) == GS_LAUNCH_NONE)
+			return false;
+		st = gp;
+	}
+	return true;
+}
+
 /* Is par, the live parent of target t (above any launchers), a supervisor
  * that would start it again? Not PID 1 or a namespace's init, not systemd,
  * not a target, not gpuslate's ancestor (the shell that ran gpuslate), not
@@ -342,12 +369,13 @@ static bool supervising_parent(const struct gs_plan *p, const struct gs_snapshot
 	*ret_interactive = interactive;
 	if (interactive)
 		return false;
-	/* A service's main process (the manager's child): ending it stops
-	 * the unit, or makes the manager restart it; the unit is what to stop. */
+	/* A service's main process (the manager's child, or its child through
+	 * launchers and shells): ending it stops the unit, or makes the
+	 * manager restart it; the unit is what to stop. */
 	gp = gs_ptable_find(pt, par->ppid);
 	*ret_stoppable = true;
 	snprintf(stop_with, stop_len, "--include-parent");
-	if (po.unit_cg_len && (par->ppid <= 1 || (gp && !strcmp(gp->comm, "systemd")))) {
+	if (po.unit_cg_len && ends_unit_main(pt, env, par)) {
 		*ret_stoppable = false;
 		if (po.kind == GS_OWNER_UNIT || po.kind == GS_OWNER_USER_UNIT)
 			snprintf(stop_with, stop_len, "--unit %.250s", po.name);

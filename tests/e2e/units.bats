@@ -405,3 +405,31 @@ job_left_alone_as_main() {
 	assert_eq "$(cat "/proc/$main/comm")" bash "MainPID"
 	job_left_alone_as_main
 }
+
+# Review of issue 28: a supervisor below a launcher is the unit's main
+# process as surely as one the manager started itself. --include-parent
+# must not stop it: its end ends timeout, MainPID, and the manager then
+# stops the unit and kills the GPU 0 holder that -g 1 leaves alone.
+@test "reclaim -g 1 --include-parent: ExecStart=timeout 1d SUPERVISOR: the supervisor is not stopped, the unit's GPU 0 holder lives" {
+	world_systemd_start
+	world_unit trainer -- /usr/bin/timeout 1d "$GS_HOLDER" --supervise --gpu 1 --mib 2048 \
+		--ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 eval '[ -n "$(ready_values "$BATS_TEST_TMPDIR/t.ready" child)" ]'
+	main=$UNIT_MAIN
+	sup=$(ready_values "$BATS_TEST_TMPDIR/t.ready" pid)
+	job=$(ready_values "$BATS_TEST_TMPDIR/t.ready" child | head -n 1)
+	track "$sup" sup
+	track "$job"
+	assert_eq "$(cat "/proc/$main/comm")" timeout "MainPID"
+	assert_eq "$(awk '{print $4}' "/proc/$sup/stat")" "$main" "the supervisor's parent"
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
+		_ "$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+
+	run --separate-stderr gs reclaim -g 1 -y --include-parent --json
+	assert_eq "$(jqo "[.plan.targets[].pid] | index($sup)")" null "the supervisor is no target"
+	assert_eq "$(target_json "$job" '.restarter | "\(.kind) \(.pid) \(.handling)"')" "parent $sup watched" "restarter"
+	assert_alive "$main" "$sup" "$other"
+	stays_for 1 eval '[ "$(unit_state trainer.service)" = "active running $main" ] && alive "$other"'
+	[ "$status" -ne 0 ]
+}
