@@ -20,6 +20,10 @@ static const char *const launchers[] = {
 	"nohup", "script", "screen", "SCREEN", "tmux: server", "tmux",
 	"unshare", "nsenter", "setsid", "env", "chroot", "taskset", "numactl", "nice", "ionice", "chrt", "prlimit",
 	"stdbuf", "flock",
+	/* init-style reapers and session wrappers that fork their command,
+	 * wait for it and exit with its status (a unit's `ExecStart=tini --
+	 * python ...`): the command's end is theirs */
+	"tini", "docker-init", "dumb-init", "catatonit", "dbus-run-session", "systemd-inhibit", "time",
 };
 
 static const char *const shells[] = { "bash", "sh", "dash", "zsh", "fish", "ksh", "ksh93", "mksh", "ash",

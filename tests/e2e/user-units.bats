@@ -94,3 +94,42 @@ user_cgroup() { echo "$WORLD_SD_CGROUP/app.slice/$1"; }
 	wait_for 10 eval '[ "$(gpu_used 0)" = 4096 ]'
 	[ ! -e "$GPUSLATE_STATE_FILE.stopped" ]
 }
+
+# user_unit_through LAUNCHER...: a user unit whose ExecStart is LAUNCHER...
+# gs-holder (GPU 1): MainPID is the launcher ($main), the holder its child
+# ($job); a process moved into the unit holds GPU 0 ($other). -g 1 must
+# leave the job alone: the launcher exits with it, and the user's manager
+# then stops the unit and kills $other.
+user_unit_through() {
+	world_systemd_start --user
+	world_unit --slice app.slice trainer -- "$@" "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	job=$(ready_values "$BATS_TEST_TMPDIR/t.ready" pid)
+	track "$job"
+	[ "$job" != "$main" ] || { echo "the launcher exec'd the job" >&2; return 1; }
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 500 --ready-file "$3"' \
+		_ "$(world_cgroup2)$(user_cgroup trainer.service)" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+
+	run --separate-stderr gs reclaim -g 1 -y --json
+	assert_status 6
+	assert_eq "$(jqo ".plan.left_alone[] | select(.pid == $job) | .would_end")" "$other" "the job, left alone"
+	assert_eq "$(jqo '.plan.targets | length')" 0 "targets"
+	assert_alive "$main" "$job" "$other"
+	assert_eq "$(unit_state trainer.service)" "active running $main" "trainer.service"
+}
+
+@test "user unit -g 1: ExecStart=tini -s -- JOB: the job is the main process through tini, left alone, exit 6" {
+	command -v tini >/dev/null || skip "tini is not installed"
+	user_unit_through "$(command -v tini)" -s --
+}
+
+@test "user unit -g 1: ExecStart=dbus-run-session -- JOB: the job is the main process through it, left alone, exit 6" {
+	command -v dbus-run-session >/dev/null || skip "dbus-run-session is not installed"
+	user_unit_through "$(command -v dbus-run-session)" --
+}
+
+@test "user unit -g 1: ExecStart=env nice timeout 1d JOB: the job is the main process through the chain, left alone, exit 6" {
+	user_unit_through /usr/bin/env /usr/bin/nice /usr/bin/timeout 1d
+}
