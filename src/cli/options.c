@@ -148,7 +148,7 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 	/* An empty value is an unset variable in a script (-g
 	 * "$CUDA_VISIBLE_DEVICES"), never a choice: for a selection it would
 	 * mean "everything". Only free text may be empty. */
-	if (o->arg && arg && !arg[0] && o->off != offsetof(struct gs_request, reason)) {
+	if (o->arg && !arg[0] && o->off != offsetof(struct gs_request, reason)) {
 		if (o->key < 0x80)
 			gs_err("-%c/--%s: empty value (an unset variable?)", o->key, o->name);
 		else

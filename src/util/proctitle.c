@@ -59,6 +59,6 @@ int gs_proctitle_set(const char *name)
 	if ((uintptr_t)program_invocation_name != start || end - start <= len)
 		return -ENOSPC;
 	memset(program_invocation_name, 0, end - start);
-	memcpy(program_invocation_name, name, len);
+	memcpy(program_invocation_name, name, len + 1); /* area > len: room for the NUL */
 	return 0;
 }
