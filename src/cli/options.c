@@ -150,9 +150,9 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 	 * mean "everything". Only free text may be empty. */
 	if (o->arg && !arg[0] && o->off != offsetof(struct gs_request, reason)) {
 		if (o->key < 0x80)
-			gs_err("-%c/--%s: empty value (an unset variable?)", o->key, o->name);
+			gs_err("-%c/--%s '': empty value (an unset variable?)", o->key, o->name);
 		else
-			gs_err("--%s: empty value (an unset variable?)", o->name);
+			gs_err("--%s '': empty value (an unset variable?)", o->name);
 		return -EINVAL;
 	}
 	switch (o->type) {

@@ -42,13 +42,13 @@ nvml_helper() { pgrep -P "$1" -x gpuslate-nvml; }
 	for opt in -g -u --unit --container --match -w; do
 		run --separate-stderr gs reclaim -y "$opt" "" --json
 		assert_status 2
-		assert_match "$stderr" "^gpuslate: (-./)?$opt(/--[a-z]+)?: empty value" "$opt named"
+		assert_match "$stderr" "^gpuslate: (-./)?$opt(/--[a-z]+)? '': empty value" "$opt named"
 		assert_eq "$(grep -c "^gpuslate: " <<<"$stderr")" 1 "one error line for $opt"
 		assert_alive "$a"
 	done
 	run --separate-stderr gs reclaim -y --gpus= --json
 	assert_status 2
-	assert_match "$stderr" "^gpuslate: -g/--gpus: empty value" "--gpus= named"
+	assert_match "$stderr" "^gpuslate: -g/--gpus '': empty value" "--gpus= named"
 	assert_alive "$a"
 }
 
