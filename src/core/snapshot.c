@@ -695,6 +695,22 @@ static unsigned no_stats_on(const struct gs_scan_result *scan, unsigned bi)
 	return n;
 }
 
+/* A process whose DRM fds on AMD GPU gp give no usage stats, which maps
+ * none of the GPU's nodes and has no KFD context there: a client (a monitor
+ * such as rocm-smi, on an amdgpu before the drm- keys). Its own share is not
+ * known, as an NVIDIA client's is not; the device-wide figure
+ * (mem_info_vram_used) still is, so it does not make the GPU's memory
+ * unaccounted: whatever it holds stays with it, left alone, beside the
+ * driver's own buffers. A process that maps the GPU may hold a context's
+ * memory: that one keeps the GPU unaccounted (never taken for the driver's).
+ * Intel has no device-wide figure: every client counts there. */
+static bool unknown_share_is_a_clients(const struct gs_gpu *gp, const struct gs_scan_proc *sp,
+				       const struct gs_nvml_entry *kfd)
+{
+	return gp->vendor == GS_VENDOR_AMD && gp->mem_known && !kfd &&
+	       !gs_minorset_has(&sp->drm_map_gpus, gp->backend_index);
+}
+
 static struct gs_nvml_entry *find_entry(struct gs_snapshot *s, pid_t pid, unsigned g)
 {
 	for (size_t k = 0; k < s->n_nvml; k++)
@@ -744,7 +760,8 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 				break;
 			all_known &= known && sp->drm.n_no_stats == 0;
 			e = find_entry(s, sp->pid, (unsigned)g);
-			accounted &= (known && sp->drm.n_no_stats == 0) || (e && e->mem_known);
+			accounted &= (known && sp->drm.n_no_stats == 0) || (e && e->mem_known) ||
+				     unknown_share_is_a_clients(gp, sp, e);
 			if (e) {
 				/* KFD's figure, raised to fdinfo's when that is larger. */
 				if (known && any && (!e->mem_known || vram > e->mem_used)) {
@@ -1062,6 +1079,16 @@ static bool has_unlisted_mapper(const struct gs_snapshot *s, size_t g)
 			return true;
 	}
 	return false;
+}
+
+bool gs_snapshot_memory_verifiable(const struct gs_discover *d, const struct gs_snapshot *s, size_t g)
+{
+	const struct gs_gpu *gp;
+
+	if (g >= s->n_gpus)
+		return false;
+	gp = &s->gpus[g];
+	return gp->mem_known && gp->mem_basis != GS_MEM_V1 && gs_discover_polls_gpu(d, gp);
 }
 
 bool gs_snapshot_unowned(const struct gs_snapshot *s, size_t g, uint64_t *ret)

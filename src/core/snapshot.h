@@ -134,6 +134,13 @@ int gs_snapshot_memory(struct gs_discover *d, const struct gs_snapshot *s, const
 int gs_snapshot_take(struct gs_discover *d, struct gs_snapshot *ret);
 void gs_snapshot_free(struct gs_snapshot *s);
 
+/* Can snapshot GPU g's used memory be held against a baseline, now and in
+ * the wait's polls? Yes when the figure is known on a basis without the
+ * driver's own reservation (v2, or v1 with the reservation estimated; an
+ * Intel GPU's figure is its clients' own) and the wait can read it again.
+ * The one test: status, reclaim, wait and run's watch all decide by it. */
+bool gs_snapshot_memory_verifiable(const struct gs_discover *d, const struct gs_snapshot *s, size_t g);
+
 /* Memory on snapshot GPU g that no live process holds: used, less what
  * NVML's process lists give the processes that exist (and a dead creator
  * whose memory a live process inherited, the fork case). What a process that

@@ -442,8 +442,7 @@ int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struc
 		v->gpu = (unsigned)g;
 		/* v1 figures with the reservation inside cannot be held
 		 * against a baseline: holders only, and the verdict says so. */
-		v->mem_known = b->gpus[g].mem_known && b->gpus[g].mem_basis != GS_MEM_V1 &&
-			       gs_discover_polls_gpu(d, &b->gpus[g]);
+		v->mem_known = gs_snapshot_memory_verifiable(d, b, g);
 		v->before = v->after = b->gpus[g].mem_used;
 		v->baseline = p->baseline[g];
 		v->unowned_known = gs_snapshot_unowned(b, g, &v->unowned);

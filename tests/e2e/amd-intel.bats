@@ -405,3 +405,86 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $x) | .reason")" . "Xorg left alone"
 	assert_alive "$x" "$job"
 }
+
+# Issue 25: a device-wide figure (amdgpu's mem_info_vram_used) is known
+# whatever a client's fdinfo says; a client without usage stats only has an
+# unknown share of its own, as an NVIDIA client has.
+
+@test "amd-intel: a monitor whose fdinfo has no usage stats leaves the AMD figure known: reclaim is clean, with figures, as status says" {
+	rocm_worker job
+	start_holder mon --as rocm-smi --client --open "$AMD_RENDER"
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 8192
+	amd_used 8192
+	# Both fds without drm- keys (an amdgpu before 5.19); the monitor's
+	# has no fixture at all: the fake node's own fdinfo, no keys.
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 101 --vram-mib 8192 --no-stats
+	start_driver "$job"
+
+	run --separate-stderr gs status --json -g 3
+	assert_status 0
+	assert_eq "$(jqo '.gpus[0].memory_used_mib')" 8192 "status: AMD used"
+	status_used=$(jqo '.gpus[0].memory_used_mib')
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | \"\(.role) \(.memory_mib)\"")" "compute 8192" "job"
+	assert_eq "$(jqo ".processes[] | select(.pid == $mon) | \"\(.role) \(.memory_mib)\"")" "client null" "monitor"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 8192 0" "GPU 3"
+	assert_eq "$(jqo '.gpus[0].memory_before_mib')" "$status_used" "status and reclaim read the same figure"
+	assert_dead "$job"
+	assert_alive "$mon"
+	assert_match "$(jqo ".plan.left_alone[] | select(.pid == $mon) | .reason")" "^client" "monitor left alone"
+}
+
+@test "amd-intel: an AMD monitor left alone that keeps memory of its own (with stats): selection-gone (exit 6), naming it" {
+	rocm_worker job
+	start_holder mon --as amd-smi --client --open "$AMD_RENDER"
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 2048
+	amd_used $((2048 + 64))
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 111 --vram-mib 2048
+	mkdrm fdinfo "$GS_HOST" "$mon" "$(fd_of mon "$AMD_RENDER")" amdgpu "$AMD_PCI" 112 --vram-mib 64
+	# The driver's teardown leaves the monitor's 64 MiB beside its own.
+	bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RENDER" 3 $((280 + 64)) "$job"
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 6
+	assert_eq "$(jqo .verdict)" selection-gone "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 2112 64" "GPU 3"
+	assert_eq "$(jqo '[.gpus[0].left_alone_holders[] | "\(.pid):\(.memory_mib)"] | join(",")')" "$mon:64" "left alone"
+	assert_dead "$job"
+	assert_alive "$mon"
+}
+
+@test "amd-intel: a ROCm target whose memory stays after it is gone is not clean, beside a monitor without stats" {
+	rocm_worker job
+	start_holder mon --as rocm-smi --client --open "$AMD_RENDER"
+	job=$(rpid job) mon=$(rpid mon)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 4096
+	amd_used 4096
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 121 --vram-mib 4096 --no-stats
+	# No simulated teardown: the driver keeps the 4 GiB.
+
+	run --separate-stderr gs reclaim -y -g 3 --timeout 1 --json
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "false 4096 4096" "GPU 3"
+	assert_dead "$job"
+	assert_alive "$mon"
+}
+
+@test "amd-intel: Intel has no device-wide figure: a monitor without usage stats beside a job leaves it unverified (exit 3)" {
+	start_holder xe --as train --open "$INTEL_RENDER"
+	start_holder mon --as xpu-smi --client --open "$INTEL_RENDER"
+	xe=$(rpid xe) mon=$(rpid mon)
+	mkdrm fdinfo "$GS_HOST" "$xe" "$(fd_of xe "$INTEL_RENDER")" xe "$INTEL_PCI" 131 --vram-mib 1024
+
+	run --separate-stderr gs reclaim -y -g 2 --json
+	assert_status 3
+	assert_eq "$(jqo .verdict)" unverified "verdict (stderr: $stderr)"
+	assert_eq "$(jqo '.gpus[0] | "\(.memory_before_mib) \(.memory_after_mib)"')" "null null" "no figure"
+	assert_dead "$xe"
+	assert_alive "$mon"
+}
