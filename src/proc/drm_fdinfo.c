@@ -102,6 +102,96 @@ static void set_memory(struct gs_drm_fdinfo *fi, enum mem_stat stat, const char 
 	}
 }
 
+/* The keys amdgpu printed in Linux 5.14-5.18 (amdgpu_fdinfo.c before the
+ * common format, 0604aa87 in 5.19): "pdev", "pasid" and, per placement,
+ * "<vram|gtt|cpu> mem: N kB", the only keys with a blank in them. */
+static bool is_old_amdgpu_mem_key(const char *p, size_t n)
+{
+	static const char *const keys[] = { "vram mem", "gtt mem", "cpu mem" };
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(keys); i++)
+		if (n == strlen(keys[i]) && memcmp(p, keys[i], n) == 0)
+			return true;
+	return false;
+}
+
+/* What the 5.14-5.18 text gave: the device, the VM's PASID and the bytes
+ * per placement ("kB" there is the byte count shifted by 10: KiB). Kept
+ * apart: it becomes the client only when no drm-driver key came. */
+struct old_amdgpu {
+	bool pdev_known, pasid_known;
+	struct gs_pci_addr pdev;
+	uint64_t pasid;
+	size_t n_mem;
+	char region[3][8];
+	bool known[3];
+	uint64_t bytes[3];
+	unsigned n_bad;
+};
+
+static void set_old_amdgpu_key(struct old_amdgpu *o, const char *key, const char *val)
+{
+	const char *sp = strchr(key, ' ');
+	size_t n = strspn(val, "0123456789");
+	char num[24];
+	uint64_t kib;
+	size_t i;
+
+	if (strcmp(key, "pdev") == 0) {
+		o->pdev_known = gs_pci_addr_parse(val, &o->pdev) == 0;
+		return;
+	}
+	if (strcmp(key, "pasid") == 0) {
+		o->pasid_known = gs_parse_u64(val, &o->pasid) == 0 && o->pasid != 0;
+		return;
+	}
+	if (!is_old_amdgpu_mem_key(key, strlen(key)) || o->n_mem == GS_ARRAY_SIZE(o->region))
+		return;
+	i = o->n_mem++;
+	memcpy(o->region[i], key, (size_t)(sp - key));
+	o->region[i][sp - key] = '\0';
+	if (n == 0 || n >= sizeof(num) || strcmp(val + n + strspn(val + n, " \t"), "kB") != 0) {
+		o->n_bad++;
+		return;
+	}
+	memcpy(num, val, n);
+	num[n] = '\0';
+	if (gs_parse_u64(num, &kib) < 0 || kib > UINT64_MAX / 1024) {
+		o->n_bad++;
+		return;
+	}
+	o->bytes[i] = kib * 1024;
+	o->known[i] = true;
+}
+
+/* The old text as a client: its device, its VM's PASID as the client id
+ * (one per open file: fork and dup share it, as they share a drm-client-id)
+ * and its placements as resident bytes. -ENODATA unless it has all three. */
+static int use_old_amdgpu(const struct old_amdgpu *o, struct gs_drm_fdinfo *fi)
+{
+	if (!o->pdev_known || !o->pasid_known || !o->n_mem)
+		return -ENODATA;
+	gs_strlcpy(fi->driver, "amdgpu", sizeof(fi->driver));
+	fi->pdev_known = true;
+	fi->pdev = o->pdev;
+	fi->client_id_known = true;
+	fi->client_id = o->pasid;
+	fi->n_bad += o->n_bad;
+	for (size_t i = 0; i < o->n_mem; i++) {
+		struct gs_drm_region *r;
+
+		if (!o->known[i])
+			continue;
+		r = region_get(fi, o->region[i]);
+		if (!r)
+			continue;
+		r->resident = o->bytes[i];
+		r->resident_known = true;
+		r->resident_legacy = true;
+	}
+	return 0;
+}
+
 static void set_key(struct gs_drm_fdinfo *fi, bool *have_driver, const char *key, const char *val)
 {
 	if (strcmp(key, "drm-driver") == 0) {
@@ -133,7 +223,8 @@ static void set_key(struct gs_drm_fdinfo *fi, bool *have_driver, const char *key
 }
 
 /* Split the line [p, end) into key and value; false when it is not a
- * "key: value" line (old amdgpu's "vram mem:" has a blank in its key). */
+ * "key: value" line. Only old amdgpu's "vram mem" (and gtt, cpu) may have a
+ * blank in its key. */
 static bool split_line(const char *p, const char *end, char *key, size_t keylen, char *val, size_t vallen)
 {
 	const char *colon = memchr(p, ':', (size_t)(end - p));
@@ -144,7 +235,7 @@ static bool split_line(const char *p, const char *end, char *key, size_t keylen,
 	kn = (size_t)(colon - p);
 	if (kn >= keylen)
 		return false;
-	for (const char *k = p; k < colon; k++)
+	for (const char *k = p; k < colon && !is_old_amdgpu_mem_key(p, kn); k++)
 		if (is_blank(*k) || *k == '\n')
 			return false;
 	memcpy(key, p, kn);
@@ -165,6 +256,7 @@ static bool split_line(const char *p, const char *end, char *key, size_t keylen,
 int gs_drm_fdinfo_parse(const char *text, struct gs_drm_fdinfo *ret)
 {
 	struct gs_drm_fdinfo fi;
+	struct old_amdgpu old = { 0 };
 	bool have_driver = false;
 	const char *p;
 
@@ -175,11 +267,13 @@ int gs_drm_fdinfo_parse(const char *text, struct gs_drm_fdinfo *ret)
 		const char *nl = strchr(p, '\n'), *end = nl ? nl : p + strlen(p);
 		char key[80], val[96];
 
-		if (split_line(p, end, key, sizeof(key), val, sizeof(val)))
+		if (split_line(p, end, key, sizeof(key), val, sizeof(val))) {
 			set_key(&fi, &have_driver, key, val);
+			set_old_amdgpu_key(&old, key, val);
+		}
 		p = nl ? nl + 1 : end;
 	}
-	if (!have_driver)
+	if (!have_driver && use_old_amdgpu(&old, &fi) < 0)
 		return -ENODATA;
 	*ret = fi;
 	return 0;

@@ -36,8 +36,10 @@ struct gs_drm_fdinfo {
 };
 
 /* Parse the text of one fdinfo file. Returns 0; -ENODATA when it has no
- * drm-driver key (not a DRM fd, or a kernel or driver without usage stats:
- * amdgpu before 5.19 printed non-standard keys); -EINVAL for NULL. A value
+ * drm-driver key and is not amdgpu's text of Linux 5.14-5.18 (its "pdev",
+ * "pasid" and "vram mem: N kB" keys, read as driver amdgpu, the PASID as
+ * the client id, the placements as resident bytes): not a DRM fd, or a
+ * kernel or driver without usage stats; -EINVAL for NULL. A value
  * that does not parse (unknown unit, overflow) leaves that key unknown and
  * counts in n_bad: a figure is either exact or absent, never guessed. Pure. */
 int gs_drm_fdinfo_parse(const char *text, struct gs_drm_fdinfo *ret);

@@ -177,13 +177,37 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_alive "$parent" "$child"
 }
 
-@test "amd-intel: an older amdgpu without fdinfo memory keys: memory from KFD and sysfs, and said so" {
+@test "amd-intel: amdgpu of Linux 5.14-5.18 (its own fdinfo keys, no drm- ones): memory read from them, no warning" {
+	rocm_worker job --fork-child
+	job=$(rpid job) child=$(rpid job child)
+	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 3072
+	amd_used 3072
+	# pdev, pasid, "vram mem: N kB": the child shares the parent's open
+	# file, so its VM and PASID: one client, counted once.
+	fd=$(fd_of job "$AMD_RENDER")
+	mkdrm fdinfo "$GS_HOST" "$job" "$fd" amdgpu "$AMD_PCI" 51 --vram-mib 3072 --amdgpu-5.14
+	mkdrm fdinfo "$GS_HOST" "$child" "$fd" amdgpu "$AMD_PCI" 51 --vram-mib 3072 --amdgpu-5.14
+	start_driver "$job"
+
+	run --separate-stderr gs status --json -g 3
+	assert_status 0
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | \"\(.memory_mib) \(.role)\"")" "3072 compute" "worker"
+	assert_eq "$(jqo '"\(.gpus[0].memory_used_mib) \(.gpus[0].memory_source) \(.gpus[0].unowned_mib)"')" "3072 sysfs 0" "GPU"
+	assert_eq "$(jqo '.warnings | length')" 0 "no warning: the old keys are read"
+	[ -z "$stderr" ] || { echo "stderr: $stderr"; false; }
+
+	run --separate-stderr gs reclaim -y -g 3 --json
+	assert_status 0
+	assert_eq "$(jqo '.gpus[0] | "\(.clean) \(.memory_before_mib) \(.memory_after_mib)"')" "true 3072 0" "GPU 3"
+	assert_dead "$job" "$child"
+}
+
+@test "amd-intel: an amdgpu client with drm- keys but no memory keys: memory from KFD and sysfs, and said so" {
 	rocm_worker job
 	job=$(rpid job)
 	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 3072
 	amd_used 3072
-	# Linux 5.14-5.18: amdgpu's own keys, no drm- ones.
-	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 51 --vram-mib 3072 --no-stats
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 52 --no-mem-keys
 	start_driver "$job"
 
 	run --separate-stderr gs status --json -g 3
@@ -416,9 +440,9 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	job=$(rpid job) mon=$(rpid mon)
 	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 8192
 	amd_used 8192
-	# Both fds without drm- keys (an amdgpu before 5.19); the monitor's
-	# has no fixture at all: the fake node's own fdinfo, no keys.
-	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 101 --vram-mib 8192 --no-stats
+	# An amdgpu before 5.19: the job's fdinfo has amdgpu's old keys; the
+	# monitor's has no fixture at all: the fake node's own fdinfo, no keys.
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 101 --vram-mib 8192 --amdgpu-5.14
 	start_driver "$job"
 
 	run --separate-stderr gs status --json -g 3
@@ -464,7 +488,7 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	job=$(rpid job) mon=$(rpid mon)
 	mkdrm kfd-proc "$GS_HOST" "$job" "$AMD_GPU_ID" 4096
 	amd_used 4096
-	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 121 --vram-mib 4096 --no-stats
+	mkdrm fdinfo "$GS_HOST" "$job" "$(fd_of job "$AMD_RENDER")" amdgpu "$AMD_PCI" 121 --no-mem-keys
 	# No simulated teardown: the driver keeps the 4 GiB.
 
 	run --separate-stderr gs reclaim -y -g 3 --timeout 1 --json

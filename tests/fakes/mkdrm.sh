@@ -10,14 +10,14 @@
 #       DIR/dev   plain files for dri/card<N>, dri/renderD<M>, kfd, and (with
 #                 --nvidia) the NVIDIA nodes and fake NVML state of mkhost.sh
 #   mkdrm.sh fdinfo DIR PID FD DRIVER PDEV CLIENT_ID [--vram-mib N] [--gtt-mib N]
-#                     [--legacy | --no-mem-keys | --no-stats]
+#                     [--legacy | --no-mem-keys | --amdgpu-5.14]
 #       DIR/fdinfo/PID/FD: what the kernel's /proc/PID/fdinfo/FD would say of
 #       that DRM fd (GPUSLATE_FDINFO_SHADOW=DIR/fdinfo). pos, flags, mnt_id
 #       and ino are copied from the real fdinfo, so the fixture only holds for
 #       that very open file. DRIVER amdgpu, xe or i915. --legacy: amdgpu's
 #       drm-memory-* keys only (kernels before the standard keys); --no-mem-keys:
-#       client keys, no memory; --no-stats: the non-standard amdgpu text of
-#       Linux 5.14-5.18 (no drm- keys at all).
+#       client keys, no memory; --amdgpu-5.14: the non-standard amdgpu text of
+#       Linux 5.14-5.18 (no drm- keys at all; its PASID 32768 + CLIENT_ID).
 #   mkdrm.sh kfd-proc DIR PID GPU_ID MIB
 #       DIR/sys/class/kfd/kfd/proc/PID/vram_GPU_ID: a KFD process's VRAM
 #   mkdrm.sh vram-used DIR CARD MIB
@@ -202,7 +202,7 @@ cmd_fdinfo() {
 		case $1 in
 		--legacy) style=legacy; shift; continue ;;
 		--no-mem-keys) style=nomem; shift; continue ;;
-		--no-stats) style=nostats; shift; continue ;;
+		--amdgpu-5.14) style=amdgpu514; shift; continue ;;
 		esac
 		[ $# -ge 2 ] || usage
 		case $1 in
@@ -224,8 +224,8 @@ cmd_fdinfo() {
 	mkdir -p "$dir/fdinfo/$pid"
 	{
 		grep -E '^(pos|flags|mnt_id|ino):' "$real"
-		if [ "$style" = nostats ]; then
-			printf 'pdev:\t%s\npasid:\t32770\n' "$pdev"
+		if [ "$style" = amdgpu514 ]; then
+			printf 'pdev:\t%s\npasid:\t%s\n' "$pdev" $((32768 + id % 32768))
 			printf 'vram mem:\t%s kB\ngtt mem:\t%s kB\ncpu mem:\t0 kB\n' $((vram * 1024)) $((gtt * 1024))
 			printf 'gfx0:\t0.00%%\n'
 		else

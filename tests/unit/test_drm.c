@@ -577,12 +577,14 @@ static void test_shared_client_id_counted_once(void **state)
 	release(&ho, false);
 }
 
-/* An amdgpu of Linux 5.14-5.18: fdinfo without drm- keys. The job's memory
- * is still known, from KFD per process and from sysfs per GPU. */
+/* An amdgpu of Linux 5.14-5.18: fdinfo without drm- keys, amdgpu's own
+ * ("vram mem"), read as one client; the job's memory is also known from KFD
+ * per process and from sysfs per GPU. */
 static void test_old_amdgpu_memory_from_kfd_and_sysfs(void **state)
 {
 	struct host *h = *state;
 	struct gs_drm_usage u = { 0 };
+	struct gs_drm_totals t;
 	struct gs_gpu_proc *procs = NULL;
 	struct gs_gpu_mem mem;
 	struct holder ho;
@@ -592,14 +594,17 @@ static void test_old_amdgpu_memory_from_kfd_and_sysfs(void **state)
 	host_open(h, "");
 	amd = gpu_at(h, AMD_PCI);
 	ho = hold(h, rocm_nodes, 2, false, false);
-	mkdrm(h, "fdinfo '%s' %d %d amdgpu " AMD_PCI " 5 --vram-mib 8192 --no-stats", h->dir, (int)ho.pid,
+	mkdrm(h, "fdinfo '%s' %d %d amdgpu " AMD_PCI " 5 --vram-mib 8192 --amdgpu-5.14", h->dir, (int)ho.pid,
 	      ho.fds[1]);
 	mkdrm(h, "kfd-proc '%s' %d %d 8192", h->dir, (int)ho.pid, AMD_GPU_ID);
 	mkdrm(h, "vram-used '%s' 1 8472", h->dir);
 
 	usage_of(h, ho.pid, &ho, rocm_nodes, &u);
-	assert_int_equal(u.n_clients, 0);
-	assert_int_equal(u.n_no_stats, 1);
+	assert_int_equal(u.n_clients, 1);
+	assert_int_equal(u.n_no_stats, 0);
+	gs_drm_usage_totals(&u, NULL, &t);
+	assert_true(t.vram_known);
+	assert_int_equal(t.vram, 8ULL << 30);
 	gs_drm_usage_free(&u);
 
 	assert_int_equal(h->b->ops->processes(h->b, amd, &procs, &n), 0);

@@ -318,12 +318,47 @@ static void test_i915_igpu_has_no_vram(void **state)
 	gs_drm_usage_free(&u);
 }
 
+/* Linux 5.14-5.18: amdgpu's own text is read (device, PASID as the client,
+ * "vram mem" in KiB as resident VRAM). */
+static void test_amdgpu_5_14(void **state)
+{
+	struct gs_drm_fdinfo fi, fi2;
+	uint64_t vram = 0;
+	char pci[GS_PCI_ADDR_LEN];
+
+	(void)state;
+	assert_int_equal(gs_drm_fdinfo_parse(amdgpu_5_14, &fi), 0);
+	assert_string_equal(fi.driver, "amdgpu");
+	assert_true(fi.pdev_known);
+	gs_pci_addr_format(&fi.pdev, pci);
+	assert_string_equal(pci, "0000:0a:00.0");
+	assert_true(fi.client_id_known);
+	assert_int_equal(fi.client_id, 32770);
+	assert_int_equal(gs_drm_fdinfo_vram(&fi, &vram), 0);
+	assert_int_equal(vram, 63488 * KiB);
+	assert_non_null(region(&fi, "gtt"));
+	assert_int_equal(region(&fi, "gtt")->resident, 8976 * KiB);
+	assert_int_equal(fi.n_bad, 0);
+	/* Without its PASID or its device it is nobody's client. */
+	assert_int_equal(gs_drm_fdinfo_parse("pdev:\t0000:0a:00.0\nvram mem:\t4 kB\n", &fi2), -ENODATA);
+	assert_int_equal(gs_drm_fdinfo_parse("pasid:\t32770\nvram mem:\t4 kB\n", &fi2), -ENODATA);
+	assert_int_equal(gs_drm_fdinfo_parse("pdev:\t0000:0a:00.0\npasid:\t32770\ngfx0:\t0.00%\n", &fi2), -ENODATA);
+	/* A figure in another unit is no figure: the client, no VRAM. */
+	assert_int_equal(gs_drm_fdinfo_parse("pdev:\t0000:0a:00.0\npasid:\t7\nvram mem:\t4 MB\n", &fi2), 0);
+	assert_int_equal(fi2.n_bad, 1);
+	assert_int_equal(gs_drm_fdinfo_vram(&fi2, &vram), -ENODATA);
+	/* The common format's own keys win: old-style lines beside a
+	 * drm-driver key are not read. */
+	assert_int_equal(gs_drm_fdinfo_parse("drm-driver:\tamdgpu\ndrm-client-id:\t5\nvram mem:\t4 kB\n", &fi2), 0);
+	assert_int_equal(fi2.n_regions, 0);
+	assert_int_equal(fi2.client_id, 5);
+}
+
 static void test_no_usage_stats(void **state)
 {
 	struct gs_drm_fdinfo fi;
 
 	(void)state;
-	assert_int_equal(gs_drm_fdinfo_parse(amdgpu_5_14, &fi), -ENODATA);
 	/* A plain file's fdinfo, a DRM fd on a kernel before 5.19. */
 	assert_int_equal(gs_drm_fdinfo_parse("pos:\t0\nflags:\t02\nmnt_id:\t26\nino:\t9\n", &fi), -ENODATA);
 	assert_int_equal(gs_drm_fdinfo_parse("", &fi), -ENODATA);
@@ -768,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_amdgpu_apu_gtt),
 		cmocka_unit_test(test_xe_doc_example),
 		cmocka_unit_test(test_i915_igpu_has_no_vram),
+		cmocka_unit_test(test_amdgpu_5_14),
 		cmocka_unit_test(test_no_usage_stats),
 		cmocka_unit_test(test_bad_values_are_unknown),
 		cmocka_unit_test(test_region_names),
