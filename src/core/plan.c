@@ -290,6 +290,9 @@ static int choose_unit(struct gs_plan *p, const struct gs_snapshot *s, const str
 	if (sel->no_units || o->delegated || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0 ||
 	    !unit_stop_is_contained(p, s, o))
 		return -1;
+	/* Not root: only the caller's own user manager takes a stop. */
+	if (sel->unprivileged && !(o->kind == GS_OWNER_USER_UNIT && o->uid == sel->uid))
+		return -1;
 	if ((o->kind == GS_OWNER_UNIT || o->kind == GS_OWNER_USER_UNIT) && gs_endswith(o->name, ".service") &&
 	    !gs_unit_is_infrastructure(o->name)) {
 		char scope[32] = "";
@@ -811,6 +814,26 @@ static void kill_where_sigterm_is_futile(struct gs_plan *p)
 	}
 }
 
+/* Last: not root, a holder of another user is a target the kernel will not
+ * let gpuslate signal (kill(2): the sender's real or effective uid must be
+ * the target's real or saved one). Said in the plan, before anything is
+ * tried. A target that holds no GPU (a group member) has no uid here: the
+ * stop stage finds out. */
+static void mark_not_permitted(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_selection *sel)
+{
+	if (!sel->unprivileged)
+		return;
+	for (size_t i = 0; i < p->n_targets; i++) {
+		struct gs_target *t = &p->targets[i];
+		const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+
+		if (h && h->info_ok && h->info.status.uid != sel->uid) {
+			t->not_permitted = true;
+			t->owner_uid = h->info.status.uid;
+		}
+	}
+}
+
 int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const struct gs_selection *sel,
 		  pid_t self, const struct gs_owner *self_owner, struct gs_plan *p, char *err, size_t errlen)
 {
@@ -843,8 +866,10 @@ int gs_plan_build(const struct gs_snapshot *s, const struct gs_ptable *pt, const
 	}
 	if (r == 0)
 		r = compute_baseline(p, s, sel->tolerance_mib);
-	if (r == 0)
+	if (r == 0) {
 		kill_where_sigterm_is_futile(p);
+		mark_not_permitted(p, s, sel);
+	}
 	gs_filters_free(&f);
 	if (r < 0) {
 		gs_plan_free(p);

@@ -52,6 +52,11 @@ struct gs_target {
 	/* What a SIGTERM would do, from the dispositions read at discovery
 	 * (unknown for targets that hold no GPU: group members). */
 	enum gs_term_fate term;
+	/* Not root, and the process is another user's (owner_uid): the
+	 * kernel will refuse the signal. Tried all the same (the stop stage
+	 * decides, on its own probe), but the plan says so at once. */
+	bool not_permitted;
+	uid_t owner_uid;
 	char comm[64];
 };
 
@@ -102,6 +107,12 @@ struct gs_selection {
 	const char *const *includes; size_t n_includes; /* protected names allowed */
 	bool no_units;
 	bool have_pct, have_lxc_attach; /* which container tools exist (for CT units) */
+	/* gpuslate is not root (uid: its effective uid): another user's
+	 * process is marked not permitted, and no system or CT unit is
+	 * stopped (systemctl would ask polkit, pct needs root): its processes
+	 * are signalled where they are the caller's. */
+	bool unprivileged;
+	uid_t uid;
 	uint64_t tolerance_mib;
 	/* Whether a process that holds no GPU is the init of its own PID
 	 * namespace (1, 0 or -errno): a group member is taken with its leader

@@ -906,6 +906,31 @@ static void record_stopped(struct gs_reclaim *rc)
 	gs_stopped_free(&set);
 }
 
+/* After the stop: is every target still alive one the kernel refused to
+ * let gpuslate signal (another user's, gpuslate not root)? Then waiting
+ * out --timeout could only end "not clean": the verdict comes at once. A
+ * unit stop that ran has its own processes, gone or not, as outcomes. */
+static bool only_denied_remain(const struct gs_stop_result *st)
+{
+	size_t denied = 0;
+
+	for (size_t i = 0; i < st->n_procs; i++)
+		switch (st->procs[i].outcome) {
+		case GS_OUT_PERMISSION:
+			denied++;
+			break;
+		case GS_OUT_EXITED_TERM:
+		case GS_OUT_KILLED:
+		case GS_OUT_STOPPED_WITH_UNIT:
+		case GS_OUT_ALREADY_GONE:
+		case GS_OUT_PID_REUSED:
+			break;
+		default:
+			return false; /* alive for another reason, or still pending */
+		}
+	return denied > 0;
+}
+
 /* Stop the targets while polling memory, then wait for the release. */
 static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bool acting)
 {
@@ -971,6 +996,8 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 	}
 	if (interrupted) {
 		/* Ctrl-C during the stop: report what was done, no waiting. */
+		vo.timeout_ms = 0;
+	} else if (acting && rc->rep.stop && !wait_mode && only_denied_remain(rc->rep.stop)) {
 		vo.timeout_ms = 0;
 	}
 	r = gs_verify_wait(&rc->d, &vo, &rc->vr);
@@ -1072,6 +1099,7 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	rc->rep.before = &rc->s;
 	rc->rep.plan = &rc->plan;
 	rc->rep.dry_run = req->dry_run;
+	rc->rep.unprivileged = rc->sel.unprivileged;
 	rc->rep.unmatched = (const char (*)[320])rc->unmatched;
 	/* Nothing on the host passes the filters: a typo, a unit that does not
 	 * exist, a pdsh habit (-u 30). Said by name, never "clean". */

@@ -32,6 +32,7 @@ struct gs_reclaim_report {
 	enum gs_verdict verdict;
 	enum gs_exit exit_status;
 	bool dry_run;
+	bool unprivileged;             /* gpuslate was not root: what it may not do, root could */
 	const char *reason;            /* --reason, or one made up from the verdict */
 	const char *message;           /* one line for people and logs */
 	uint64_t elapsed_ms;

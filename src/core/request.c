@@ -30,6 +30,8 @@ void gs_request_selection(const struct gs_request *req, struct gs_selection *sel
 	sel->no_units = req->no_units;
 	sel->have_pct = gs_program_exists("pct");
 	sel->have_lxc_attach = gs_program_exists("lxc-attach");
+	sel->uid = geteuid();
+	sel->unprivileged = sel->uid != 0;
 }
 
 int gs_request_discover_open(const struct gs_request *req, struct gs_discover *d, char *err, size_t errlen)

@@ -84,6 +84,11 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 			snprintf(buf, len, "signal process");
 		break;
 	}
+	if (t->not_permitted) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, len - n, " [not permitted: uid %u's process; run as root]", (unsigned)t->owner_uid);
+	}
 }
 
 static void mib(char *buf, size_t len, bool known, uint64_t bytes)
@@ -351,6 +356,17 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		    (i == 0 || strcmp(v->respawns[i].stop_with, v->respawns[i - 1].stop_with)))
 			off += (size_t)snprintf(buf + off, len - off, ", %s would stop it", v->respawns[i].stop_with);
 		off += (size_t)snprintf(buf + off, len - off, ";");
+	}
+	{
+		/* What only root can do: said where a script's log shows it. */
+		size_t denied = 0;
+
+		for (size_t i = 0; r->stop && i < r->stop->n_procs; i++)
+			denied += r->stop->procs[i].outcome == GS_OUT_PERMISSION;
+		if (denied && off + 96 < len && r->unprivileged)
+			off += (size_t)snprintf(buf + off, len - off,
+						" %zu process%s not permitted to signal: run as root (sudo gpuslate ...);",
+						denied, denied == 1 ? "" : "es");
 	}
 	if (off && buf[off - 1] == ';')
 		buf[off - 1] = '\0';
@@ -658,6 +674,8 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
 			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
+			/* Not root, another user's process: the kernel refuses. */
+			json_object_set_new(o, "permitted", json_boolean(!t->not_permitted));
 			json_object_set_new(o, "unit", t->unit >= 0 ? gs_json_text(p->units[t->unit].unit) : json_null());
 			json_set_unit_scope(o, t->unit >= 0 ? p->units[t->unit].container : "");
 			json_object_set_new(o, "why", json_string(gs_why_str(t->why)));

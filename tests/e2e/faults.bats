@@ -158,6 +158,36 @@ require_nobody() {
 	assert_alive "$a" "$pd"
 }
 
+@test "faults: not root: the plan marks root's holder not permitted, and the verdict comes at once with 'run as root'" {
+	require_nobody
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	chmod -R o+rX "$GS_HOST"
+	mkdir -m 1777 "$BATS_TEST_TMPDIR/shared"
+	export GPUSLATE_LOCK_FILE=$BATS_TEST_TMPDIR/shared/lock
+
+	# The plan says so before anything is tried.
+	run --separate-stderr as_nobody "$GPUSLATE_BIN" reclaim -n -g 0
+	assert_status 0
+	assert_match "$output" "^ +$a .*signal process \\[not permitted: uid 0's process; run as root\\]" "plan"
+	run --separate-stderr as_nobody "$GPUSLATE_BIN" reclaim -n -g 0 --json
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $a) | .permitted")" false "permitted"
+
+	# Every target denied: no waiting out --timeout (60 s by default).
+	t0=$(now_ms)
+	run --separate-stderr as_nobody "$GPUSLATE_BIN" reclaim -y -g 0 --json
+	t1=$(now_ms)
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict"
+	assert_eq "$(proc_json "$a" .outcome)" permission-denied "root's holder"
+	assert_match "$(jqo .summary)" "1 process not permitted to signal: run as root \\(sudo gpuslate \\.\\.\\.\\)" "summary"
+	[ $((t1 - t0)) -lt 30000 ] || { echo "took $((t1 - t0)) ms: waited out --timeout" >&2; false; }
+	run --separate-stderr as_nobody "$GPUSLATE_BIN" reclaim -y -g 0
+	assert_status 1
+	assert_match "$output" "run as root \\(sudo gpuslate" "text report"
+	assert_alive "$a"
+}
+
 @test "faults: SIGTERM to gpuslate during the grace period: stops escalating, reports, interrupted, exit 143" {
 	start_holder stubborn --gpu 0 --mib 1024 --ignore-term
 	start_holder by --gpu 1 --mib 512

@@ -291,6 +291,39 @@ static void test_unit_peer_holding_an_unselected_gpu_blocks_the_unit_stop(void *
 	free_world(w);
 }
 
+/* Not root: a system unit is never planned for a stop (systemctl would ask
+ * polkit), another user's process is marked not permitted, the caller's own
+ * is not. */
+static void test_unprivileged_plans_what_it_may_do(void **state)
+{
+	struct world *w = new_world(1);
+	struct gs_holder *a, *b;
+
+	(void)state;
+	a = holder(w, 300, 1, 300, "trainer", "0::/system.slice/trainer.service\n");
+	maps(a, 0);
+	a->info.status.uid = 0;
+	b = holder(w, 310, 1, 310, "mine", "0::/user.slice/user-1000.slice/session-2.scope\n");
+	maps(b, 0);
+	w->sel.unprivileged = true;
+	w->sel.uid = 1000;
+	plan(w, NULL);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(target(w, 300)->action, GS_ACT_SIGNAL);
+	assert_true(target(w, 300)->not_permitted);
+	assert_int_equal(target(w, 300)->owner_uid, 0);
+	assert_false(target(w, 310)->not_permitted);
+
+	/* As root: the unit is stopped through systemd, nothing is marked. */
+	gs_plan_free(&w->plan);
+	w->sel.unprivileged = false;
+	w->sel.uid = 0;
+	plan(w, NULL);
+	assert_int_equal(target(w, 300)->action, GS_ACT_STOP_UNIT);
+	assert_false(target(w, 300)->not_permitted);
+	free_world(w);
+}
+
 /* A peer below a delegation boundary of the unit is in its cgroup: the
  * host unit's stop would take it, whatever its owner reads as. */
 static void test_unit_peer_in_a_delegated_subtree_blocks_the_unit_stop(void **state)
@@ -937,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_group_with_no_member_taken_is_a_plain_signal),
 		cmocka_unit_test(test_descendant_holding_an_unselected_gpu_is_not_taken),
 		cmocka_unit_test(test_unit_peer_holding_an_unselected_gpu_blocks_the_unit_stop),
+		cmocka_unit_test(test_unprivileged_plans_what_it_may_do),
 		cmocka_unit_test(test_unit_peer_in_a_delegated_subtree_blocks_the_unit_stop),
 		cmocka_unit_test(test_unit_below_a_delegation_boundary_is_never_stopped_on_the_host),
 		cmocka_unit_test(test_unit_filter_does_not_reach_below_a_delegation_boundary),
