@@ -39,6 +39,8 @@ const struct gs_option gs_options[] = {
 	  "signal processes only, never stop systemd units" },
 	{ "include-parent", OPT_INCLUDE_PARENT, NULL, GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_FLAG, V(include_parent), 0,
 	  NULL, "also stop a target's supervising parent (a loop,\nan elastic agent) that would restart it" },
+	{ "respawn-watch", OPT_RESPAWN_WATCH, "TIME", GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_MS, V(respawn_watch_ms), 0, NULL,
+	  "watch a supervising parent this long for a restart\n(default 2.5s; its restart delay, if longer)" },
 	{ "reason", OPT_REASON, "TEXT", GS_FOR_ACT | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
 	  "text for the report (e.g. a Slurm drain reason)" },
 
@@ -108,6 +110,7 @@ void gs_request_defaults(struct gs_request *req)
 {
 	req->grace_ms = 10000;
 	req->timeout_ms = 60000;
+	req->respawn_watch_ms = UINT64_MAX;
 	req->tolerance_mib = GS_TOLERANCE_DEFAULT_MIB;
 	req->fanout = 32;
 	req->connect_timeout_ms = 10000;

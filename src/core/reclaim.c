@@ -423,13 +423,15 @@ static int watch_cgroup(struct gs_respawn_watch *w, const struct gs_owner *o, co
 }
 
 static int watch_parent(struct gs_respawn_watch *w, pid_t pid, uint64_t starttime, const char *comm,
-			const char *stop_with)
+			const char *stop_with, bool restarter)
 {
 	struct gs_watch_parent *np;
 
 	for (size_t i = 0; i < w->n_parents; i++)
-		if (w->parents[i].pid == pid)
+		if (w->parents[i].pid == pid) {
+			w->parents[i].restarter |= restarter;
 			return 0;
+		}
 	np = realloc(w->parents, (w->n_parents + 1) * sizeof(*np));
 	if (!np)
 		return -ENOMEM;
@@ -440,6 +442,7 @@ static int watch_parent(struct gs_respawn_watch *w, pid_t pid, uint64_t starttim
 	np->starttime = starttime;
 	gs_strlcpy(np->comm, comm, sizeof(np->comm));
 	gs_strlcpy(np->stop_with, stop_with, sizeof(np->stop_with));
+	np->restarter = restarter;
 	return 0;
 }
 
@@ -479,6 +482,10 @@ static int add_ident(struct gs_respawn_watch *w, const struct gs_ptable *pt, int
 		return 0;
 	id->was = c->pid;
 	id->was_starttime = c->starttime;
+	/* The target's own program, however the parent starts it. */
+	snprintf(path, sizeof(path), "%d/exe", (int)pid);
+	n = readlinkat(proc_fd, path, id->target_exe, sizeof(id->target_exe) - 1);
+	id->target_exe[n > 0 ? n : 0] = '\0';
 	snprintf(path, sizeof(path), "%d/exe", (int)id->was);
 	n = readlinkat(proc_fd, path, id->exe, sizeof(id->exe) - 1);
 	if (n < 0)
@@ -517,14 +524,20 @@ static int build_watch(struct gs_reclaim *rc)
 	const struct gs_plan *p = &rc->plan;
 	struct gs_respawn_watch *w = &rc->watch;
 	int proc_fd = gs_discover_proc_fd(&rc->d);
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
 	int r;
 
+	/* Before the stop: whatever starts from here on is new (the kernel's
+	 * start times count boot time in clock ticks). */
+	if (hz > 0 && clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
+		w->since_ticks = (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000ULL / (uint64_t)hz);
 	for (size_t i = 0; i < p->n_restarters; i++) {
 		const struct gs_restarter *rs = &p->restarters[i];
 
 		if (rs->kind != GS_RESTARTER_PARENT)
 			continue;
-		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with);
+		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with, true);
 		if (r < 0)
 			return r;
 	}
@@ -535,7 +548,7 @@ static int build_watch(struct gs_reclaim *rc)
 		if (!sh)
 			continue;
 		r = watch_parent(w, sh->pid, sh->starttime, sh->comm,
-				 "ending the loop in that interactive shell (gpuslate never stops one)");
+				 "ending the loop in that interactive shell (gpuslate never stops one)", false);
 		if (r < 0)
 			return r;
 	}
@@ -985,6 +998,10 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 
 		vo.respawn_watch_ms = respawn_watch(&rc->plan, rc->rep.stop, &rc->s, &rc->pt, rc->d.self,
 					      gs_discover_proc_fd(&rc->d), &parents_only);
+		/* --respawn-watch: as long as the user's supervisor waits
+		 * before a restart, wherever something may restart. */
+		if (vo.respawn_watch_ms && req->respawn_watch_ms != UINT64_MAX)
+			vo.respawn_watch_ms = req->respawn_watch_ms;
 		rc->watch.parents_only = parents_only;
 		vo.watch = &rc->watch;
 		if (rc->rep.stop && record_managed(rc) < 0)

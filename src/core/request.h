@@ -45,6 +45,9 @@ struct gs_request {
 	bool yes, dry_run, no_units;
 	bool include_parent;      /* also stop supervising parents (restarter.h) */
 	uint64_t grace_ms, timeout_ms;
+	/* --respawn-watch: how long a live supervising parent is watched;
+	 * UINT64_MAX: not given (the watch's own length). */
+	uint64_t respawn_watch_ms;
 	uint64_t tolerance_mib;
 	const char *reason;
 

@@ -23,6 +23,7 @@ void gs_verify_result_free(struct gs_verify_result *r)
 {
 	free(r->gpus);
 	free(r->respawns);
+	free(r->alive);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -181,23 +182,70 @@ static bool was_target(const struct gs_plan *op, const struct gs_pidstat *st)
 	return t && t->starttime == st->starttime;
 }
 
-/* Does process pid run a stopped target's executable with its command
- * line, one that watched parent ppid started (or, ppid 0, one of watched
- * cgroup cg)? */
-static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, const struct gs_pidstat *st, pid_t ppid,
-				int cg)
+/* Is st a process started since the watch began whose chain of ancestors
+ * reaches parent through processes all started since too (a launcher, a
+ * wrapper script the parent started again)? *ret_direct: parent's child.
+ * parent 0: st itself, started since (a cgroup's watch). */
+static bool new_below(const struct gs_respawn_watch *w, const struct gs_ptable *pt, const struct gs_pidstat *st,
+		      pid_t parent, bool *ret_direct)
+{
+	const struct gs_pidstat *cur = st;
+
+	*ret_direct = false;
+	if (st->starttime < w->since_ticks)
+		return false;
+	if (!parent) {
+		*ret_direct = true;
+		return true;
+	}
+	for (int depth = 0; cur && depth < 16; depth++) {
+		const struct gs_pidstat *up;
+
+		if (cur->ppid == parent) {
+			*ret_direct = cur == st;
+			return true;
+		}
+		if (cur->ppid <= 1)
+			return false;
+		up = gs_ptable_find(pt, cur->ppid);
+		if (!up || up->starttime < w->since_ticks)
+			return false;
+		cur = up;
+	}
+	return false;
+}
+
+/* Does process st, new below watched parent ppid (or, ppid 0, in watched
+ * cgroup cg), restart a stopped target? Yes when it runs the target's own
+ * executable, whatever its arguments (supervisors pass run ids, ports,
+ * seeds), or, as the parent's child, has the very identity of what the
+ * parent started (a wrapper script, a launcher: executable and command
+ * line). A loop's helpers (sleep, date) run other programs. */
+static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, const struct gs_ptable *pt,
+				const struct gs_pidstat *st, pid_t ppid, int cg)
 {
 	char path[32], exe[512], *cmd = NULL;
 	pid_t pid = st->pid;
-	bool same = false;
+	bool same = false, direct;
 	ssize_t n;
 	int fd;
 
+	if (!new_below(w, pt, st, ppid, &direct))
+		return false;
 	snprintf(path, sizeof(path), "%d/exe", (int)pid);
 	n = readlinkat(proc_fd, path, exe, sizeof(exe) - 1);
 	if (n < 0)
 		return false;
 	exe[n] = '\0';
+	for (size_t i = 0; i < w->n_idents; i++) {
+		const struct gs_watch_ident *id = &w->idents[i];
+
+		if ((ppid ? id->parent == ppid : id->cgroup == cg) && !(id->was == pid && id->was_starttime == st->starttime) &&
+		    id->target_exe[0] && !strcmp(id->target_exe, exe))
+			return true;
+	}
+	if (!direct)
+		return false;
 	snprintf(path, sizeof(path), "%d", (int)pid);
 	fd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -263,7 +311,7 @@ static int watch_cgroups(const struct gs_root *root, int proc_fd, const struct g
 			int e;
 
 			if (!st || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
-			    !is_restarted_target(proc_fd, w, st, 0, (int)k))
+			    !is_restarted_target(proc_fd, w, pt, st, 0, (int)k))
 				continue;
 			e = add_identity_respawn(r, st, w->cgroups[k].by, w->cgroups[k].stop_with, ret_new);
 			if (e < 0) {
@@ -288,6 +336,7 @@ static int watch_children(int proc_fd, const struct gs_verify_opts *o, const str
 
 	if (!w || !w->n_parents)
 		return 0;
+	r->n_alive = 0;
 	for (size_t k = 0; k < w->n_parents; k++) {
 		const struct gs_watch_parent *wp = &w->parents[k];
 		const struct gs_pidstat *pst = gs_ptable_find(pt, wp->pid);
@@ -295,18 +344,39 @@ static int watch_children(int proc_fd, const struct gs_verify_opts *o, const str
 		if (!pst || pst->starttime != wp->starttime || pst->state == 'Z')
 			continue;
 		any_parent = true;
+		if (wp->restarter) {
+			struct gs_alive_restarter *na = realloc(r->alive, (r->n_alive + 1) * sizeof(*na));
+
+			if (!na)
+				return -ENOMEM;
+			r->alive = na;
+			na += r->n_alive++;
+			memset(na, 0, sizeof(*na));
+			na->pid = wp->pid;
+			gs_strlcpy(na->comm, wp->comm, sizeof(na->comm));
+			gs_strlcpy(na->stop_with, wp->stop_with, sizeof(na->stop_with));
+		}
 		for (size_t i = 0; i < pt->n; i++) {
 			const struct gs_pidstat *st = &pt->procs[i];
 			char by[320];
 			int e;
 
-			if (st->ppid != wp->pid || was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
-			    !is_restarted_target(proc_fd, w, st, wp->pid, -1))
+			/* Its child, or a new process further below through
+			 * new ones (timeout, nice, a wrapper script). */
+			if (was_target(o->old_plan, st) || respawn_listed(r, st->pid) ||
+			    !is_restarted_target(proc_fd, w, pt, st, wp->pid, -1))
 				continue;
 			snprintf(by, sizeof(by), "parent %d (%s)", (int)wp->pid, wp->comm);
 			e = add_identity_respawn(r, st, by, wp->stop_with, ret_new);
 			if (e < 0)
 				return e;
+		}
+		if (wp->restarter) {
+			char by[320];
+
+			snprintf(by, sizeof(by), "parent %d (%s)", (int)wp->pid, wp->comm);
+			for (size_t i = 0; i < r->n_respawns; i++)
+				r->alive[r->n_alive - 1].restarted |= !strcmp(r->respawns[i].by, by);
 		}
 	}
 	r->watched_parents_gone = !any_parent;

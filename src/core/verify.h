@@ -65,6 +65,19 @@ struct gs_watch_parent {
 	uint64_t starttime;
 	char comm[64];
 	char stop_with[320];
+	/* A supervising parent (not an interactive shell, which is watched
+	 * but restarts only a loop typed at it): one still alive when the
+	 * watch ends is reported (gs_verify_result.alive). */
+	bool restarter;
+};
+
+/* A supervising parent still running when the watch ended: the GPUs may be
+ * clean now, but it may start its program again later than the watch. */
+struct gs_alive_restarter {
+	pid_t pid;
+	char comm[64];
+	char stop_with[320];
+	bool restarted;          /* it started one again during the watch */
 };
 
 /* A unit's or container's cgroup whose manager may restart a target in
@@ -81,6 +94,10 @@ struct gs_watch_ident {
 	int cgroup;              /* index into the watched cgroups, -1 for none */
 	char exe[512];           /* /proc/PID/exe */
 	char *cmdline;           /* the whole command line */
+	/* The stopped target's own executable: a new process running it
+	 * below the parent (through launchers and wrapper scripts) is the
+	 * program restarted, whatever its arguments (a run id, a port). */
+	char target_exe[512];
 	/* Whose identity it is: the target, or the launcher between it and
 	 * the parent (that one outlives the target a moment; it is no respawn). */
 	pid_t was;
@@ -97,6 +114,10 @@ struct gs_respawn_watch {
 	/* The watch is as long as it is only for these parents: once every
 	 * one has exited nothing can restart through them, the watch ends. */
 	bool parents_only;
+	/* Boot time in clock ticks (as /proc/PID/stat's starttime) when the
+	 * watch was built, before the stop: only a process started since can
+	 * be a restart; 0: any. */
+	uint64_t since_ticks;
 };
 void gs_respawn_watch_free(struct gs_respawn_watch *w);
 
@@ -141,6 +162,9 @@ struct gs_verify_result {
 	bool begun;
 	int tick_error;          /* first error seen by gs_verify_tick */
 	bool watched_parents_gone; /* every watched parent exited (the last re-scan) */
+	/* The supervising parents alive at the last re-scan. */
+	struct gs_alive_restarter *alive;
+	size_t n_alive;
 };
 
 /* Set up the per-GPU state (before stopping starts), so that memory can be

@@ -557,6 +557,18 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 
 		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
 	}
+	/* Clean now, but what restarts the job is still there: a restart
+	 * later than the watch would hold the GPU again. */
+	for (size_t i = 0; r->verify && i < r->verify->n_alive; i++) {
+		const struct gs_alive_restarter *a = &r->verify->alive[i];
+
+		if (a->restarted)
+			continue;
+		fprintf(f, "Restarter still running: %d (%s) may start its program again after the %.1f s watched; %s%s"
+			   "--respawn-watch TIME watches as long as it waits\n",
+			(int)a->pid, GS_SAFE(a->comm), r->verify->respawn_watch_ms / 1000.0,
+			a->stop_with[0] ? GS_SAFE(a->stop_with) : "", a->stop_with[0] ? " stops it, " : "");
+	}
 	if (!gs_verdict_ok(r->verdict))
 		fprintf(f, "%s\n", line);
 }
@@ -845,6 +857,22 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(j, "driver_error", v->driver_failed ? gs_json_text(v->driver_error) : json_null());
 			json_object_set_new(j, "waited_s", json_real(v->waited_ms / 1000.0));
 			json_object_set_new(j, "respawn_watch_s", json_real(v->respawn_watch_ms / 1000.0));
+			{
+				json_t *alive = json_array();
+
+				for (size_t i = 0; i < v->n_alive; i++) {
+					json_t *o = json_object();
+
+					json_object_set_new(o, GS_JK_PID, json_integer(v->alive[i].pid));
+					json_object_set_new(o, GS_JK_COMM, gs_json_text(v->alive[i].comm));
+					json_object_set_new(o, "restarted", json_boolean(v->alive[i].restarted));
+					json_object_set_new(o, "stop_with", v->alive[i].stop_with[0]
+										     ? gs_json_text(v->alive[i].stop_with)
+										     : json_null());
+					json_array_append_new(alive, o);
+				}
+				json_object_set_new(j, "restarters_alive", alive);
+			}
 		} else if (p) {
 			for (size_t g = 0; g < s->n_gpus; g++) {
 				const struct gs_gpu *gp = &s->gpus[g];

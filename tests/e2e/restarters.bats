@@ -412,3 +412,117 @@ wrapper_loop() {
 	assert_status 1
 	assert_match "$(jqo '.respawns[0].by')" "^parent $shell \\(bash\\)$" "respawned by"
 }
+
+# Issue 24: supervisors restart with new arguments (run ids, ports, seeds),
+# through launchers, or later than the watch.
+
+# argloop NAME PAUSE SCRIPT_BODY: a bash loop script NAME.sh running
+# SCRIPT_BODY ($H is gs-holder, $R the ready file) then sleeping PAUSE, for
+# ever. Sets SUP and FIRST (once the first holder is ready).
+argloop() {
+	local name=$1 pause=$2 body=$3 d=$BATS_TEST_TMPDIR
+	printf 'H=$1 R=$2\nwhile true; do\n%s\nsleep %s\ndone\n' "$body" "$pause" >"$d/$name.sh"
+	bash "$d/$name.sh" "$GS_HOLDER" "$d/$name.ready" </dev/null >"$d/$name.log" 2>&1 3>&- &
+	SUP=$!
+	track "$SUP" sup
+	wait_for 15 test -f "$d/$name.ready"
+	FIRST=$(rpid "$name")
+	track "$FIRST"
+}
+
+# end_loop: the loop first (it starts nothing more), then whatever it started.
+end_loop() {
+	local p
+	kill -KILL "$SUP" 2>/dev/null || true
+	wait_for 10 dead "$SUP"
+	while p=$(new_holder_under_any); do kill -KILL "$p"; wait_for 10 dead "$p"; done
+}
+new_holder_under_any() {
+	local p
+	for p in $(pgrep -f -- "--ready-file $BATS_TEST_TMPDIR/" || true); do
+		[ "$p" != "$FIRST" ] && [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$GS_HOLDER")" ] &&
+			{ echo "$p"; return 0; }
+	done
+	return 1
+}
+
+@test "restarters: a loop that restarts its job with new arguments (a run id) is caught by the program: not clean, exit 1" {
+	argloop sup 0.2 '"$H" --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file "$R" -- python3 train.py --run $RANDOM'
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 new_holder_under "$SUP"
+	second=$(new_holder_under "$SUP")
+	track "$second"
+	assert_dead "$FIRST"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict"
+	assert_eq "$(jqo '.respawns[0] | "\(.by) \(.before_gpu)"')" "parent $SUP (bash) true" "respawned by the loop, before the GPU"
+	end_loop
+}
+
+@test "restarters: a restart through new launchers (timeout, nice) with new arguments is the program again: not clean" {
+	argloop sup 0.2 'timeout 600 nice -n 1 "$H" --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file "$R" -- python3 train.py --port $((20000 + RANDOM % 1000))'
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 new_holder_under "$SUP"
+	track "$(new_holder_under "$SUP")"
+	assert_dead "$FIRST"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict"
+	assert_eq "$(jqo '.respawns[0].by')" "parent $SUP (bash)" "respawned by the loop"
+	end_loop
+}
+
+@test "restarters: a script that goes on to a second GPU program once the first is stopped: not clean" {
+	d=$BATS_TEST_TMPDIR
+	# train, then eval: the script is the first one's supervising parent.
+	cat >"$d/job.sh" <<-'EOF'
+		"$1" --gpu 0 --mib 1024 --ready-file "$2" -- python3 train.py
+		"$1" --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file "$2.eval" -- python3 eval.py
+	EOF
+	bash "$d/job.sh" "$GS_HOLDER" "$d/job.ready" </dev/null >"$d/job.log" 2>&1 3>&- &
+	SUP=$!
+	track "$SUP" sup
+	wait_for 15 test -f "$d/job.ready"
+	FIRST=$(rpid job)
+	track "$FIRST"
+
+	run --separate-stderr gs reclaim -y --json
+	wait_for 10 new_holder_under "$SUP"
+	track "$(new_holder_under "$SUP")"
+	assert_dead "$FIRST"
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean "verdict (the GPU is about to be held by eval)"
+	end_loop
+}
+
+@test "restarters: a loop that restarts after 6 s: clean, with the loop named on its own line and in JSON; --respawn-watch 10s catches it" {
+	# date and sleep run meanwhile: helpers of the loop, never a respawn.
+	argloop sup 6 '"$H" --gpu 0 --mib 1024 --ready-file "$R" -- python3 train.py --run $RANDOM
+date >/dev/null; echo restarting'
+
+	run --separate-stderr gs reclaim -y
+	assert_status 0
+	assert_match "$output" "^Verdict: clean" "verdict"
+	assert_match "$output" "Restarter still running: $SUP \\(bash\\) may start its program again after the 2\\.5 s watched; --include-parent stops it, --respawn-watch TIME" "named"
+	assert_dead "$FIRST"
+	end_loop
+
+	argloop sup2 6 '"$H" --gpu 0 --mib 1024 --ready-file "$R" -- python3 train.py --run $RANDOM
+date >/dev/null; echo restarting'
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo '.restarters_alive | map("\(.pid) \(.comm) \(.restarted) \(.stop_with)") | join(",")')" \
+		"$SUP bash false --include-parent" "restarters_alive"
+	assert_eq "$(jqo '.respawns | length')" 0 "no respawn: date and sleep are the loop's helpers"
+	end_loop
+
+	argloop sup3 6 '"$H" --gpu 0 --mib 1024 --delay-open-ms 3000 --ready-file "$R" -- python3 train.py --run $RANDOM
+date >/dev/null; echo restarting'
+	run --separate-stderr gs reclaim -y --respawn-watch 10s --json
+	assert_status 1
+	assert_eq "$(jqo '"\(.verdict) \(.respawn_watch_s)"')" "not-clean 10" "verdict, watched"
+	assert_eq "$(jqo '.respawns[0].by')" "parent $SUP (bash)" "respawned by the loop"
+	assert_eq "$(jqo '.restarters_alive[0].restarted')" true "the loop restarted it"
+	end_loop
+}
