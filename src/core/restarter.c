@@ -242,17 +242,30 @@ static bool unit_restarter(const struct gs_restarter_env *env, struct unit_answe
 	if ((o->kind != GS_OWNER_UNIT && o->kind != GS_OWNER_LXC && o->kind != GS_OWNER_USER_UNIT) ||
 	    !gs_endswith(unit, ".service") || o->delegated || gs_owner_unit_cgroup(o, cg, sizeof(cg)) < 0)
 		return false;
-	if (unit_props_cached(env, cache, n_cache, max_cache, unit, ct, &up) < 0)
-		return false;
-	if (!up->restart[0] || !strcmp(up->restart, "no") || strcmp(up->control_group, cg))
-		return false;
-	memset(ret, 0, sizeof(*ret));
-	ret->kind = GS_RESTARTER_UNIT;
-	gs_strlcpy(ret->name, unit, sizeof(ret->name));
-	gs_strlcpy(ret->container, ct, sizeof(ret->container));
-	gs_strlcpy(ret->policy, up->restart, sizeof(ret->policy));
-	ret->restart_ms = up->restart_ms;
-	ret->pid = up->main_pid;
+	if (unit_props_cached(env, cache, n_cache, max_cache, unit, ct, &up) < 0) {
+		/* Its manager cannot be asked (a user's manager out of reach,
+		 * systemctl failing): it may restart what is killed in it, as
+		 * fast as systemd's default (100 ms). Not knowing is no "no":
+		 * its cgroup is watched as a restarting unit's. A CT's unit
+		 * without pct or lxc-attach is a CT's: its own watch. */
+		if (o->kind == GS_OWNER_LXC)
+			return false;
+		memset(ret, 0, sizeof(*ret));
+		ret->kind = GS_RESTARTER_UNIT;
+		gs_strlcpy(ret->name, unit, sizeof(ret->name));
+		gs_strlcpy(ret->container, ct, sizeof(ret->container));
+		gs_strlcpy(ret->policy, "unknown", sizeof(ret->policy));
+	} else {
+		if (!up->restart[0] || !strcmp(up->restart, "no") || strcmp(up->control_group, cg))
+			return false;
+		memset(ret, 0, sizeof(*ret));
+		ret->kind = GS_RESTARTER_UNIT;
+		gs_strlcpy(ret->name, unit, sizeof(ret->name));
+		gs_strlcpy(ret->container, ct, sizeof(ret->container));
+		gs_strlcpy(ret->policy, up->restart, sizeof(ret->policy));
+		ret->restart_ms = up->restart_ms;
+		ret->pid = up->main_pid;
+	}
 	/* Not stopped through systemd: --no-units said so, or a process of
 	 * the unit was left out of the selection (--unit takes them all). */
 	if (env->no_units)

@@ -56,6 +56,26 @@ user_cgroup() { echo "$WORLD_SD_CGROUP/app.slice/$1"; }
 	assert_dead "$first"
 }
 
+@test "user unit whose manager cannot be asked: still a unit that may restart (policy unknown), watched; its restart is seen, not clean" {
+	world_systemd_start --user
+	world_unit --slice app.slice --restart always trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --delay-open-ms 3000 \
+		--ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	first=$UNIT_MAIN
+
+	# Outside the manager's mount namespace: /run/user/0 has no bus, so
+	# `systemctl --user` reaches no manager (a user's manager out of reach).
+	run --separate-stderr "$GPUSLATE_BIN" reclaim -y --no-units --json
+	wait_for 10 eval '[ "$(sd show -p NRestarts --value trainer.service)" = 1 ]'
+	track "$(sd show -p MainPID --value trainer.service)"
+	assert_eq "$(target_json "$first" '.restarter | "\(.kind) \(.name) \(.policy) \(.handling)"')" \
+		"unit trainer.service unknown watched" "restarter (stderr: $stderr)"
+	assert_eq "$(jqo .verdict)" not-clean "verdict"
+	assert_status 1
+	assert_match "$(jqo '.respawns[0].by')" "trainer.service" "respawn"
+	assert_dead "$first"
+}
+
 @test "user unit -g 1: the unit's main process holds GPU 1, a process moved into the unit GPU 0: main left alone, exit 6" {
 	world_systemd_start --user
 	world_unit --slice app.slice trainer -- "$GS_HOLDER" --gpu 1 --mib 2048 --ready-file "$BATS_TEST_TMPDIR/t.ready"
