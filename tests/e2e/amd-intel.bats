@@ -512,3 +512,55 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_dead "$xe"
 	assert_alive "$mon"
 }
+
+# review25: a target whose fdinfo has no usage stats must not have its
+# memory taken for the driver's own buffers (snapshot.c
+# unknown_share_is_a_clients -> estimate_drm_reserved).
+@test "review25: --include-clients stops an AMD client without stats whose VRAM stays: not clean" {
+	start_holder mon --as rocm-smi --client --open "$AMD_RENDER"
+	mon=$(rpid mon)
+	# The client holds 4 GiB (a buffer it never maps); its fd has no
+	# drm- keys. No teardown: the 4 GiB stay after it is gone.
+	amd_used 4096
+	run --separate-stderr gs reclaim -y -g 3 --include-clients --timeout 1 --json
+	assert_dead "$mon"
+	# Its 4 GiB are still held: not-clean (exit 1) or unverified (exit 3,
+	# as before ebc8822), never clean.
+	assert_match "$status $(jqo .verdict)" "^(1 not-clean|3 unverified)\$" "verdict (reserved $(jqo '.gpus[0].memory_reserved_mib') MiB)"
+}
+
+# A ROCm process that maps /dev/kfd with the render node open (not
+# mapped), not in KFD's list (another PID namespace's numbering, a context
+# made after the list was read) and without usage stats: a compute holder
+# (snapshot.c add_drm_gpus), so the default target; its share is unknown.
+rocm_kfd_only() {
+	local name=$1
+	launch "$name" python3 -c '
+import ctypes, os, sys, time
+dev, rf = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+r = os.open(dev + "/dri/renderD130", os.O_RDWR)
+k = os.open(dev + "/kfd", os.O_RDWR)
+p = libc.mmap(None, 4096, 1, 1, k, 0)
+assert p not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+open(rf + ".tmp", "w").write("pid=%d\n" % os.getpid())
+os.rename(rf + ".tmp", rf)
+while True:
+    time.sleep(60)
+' "$GPUSLATE_DEV_ROOT" "$BATS_TEST_TMPDIR/$name.ready"
+}
+
+@test "review25: a ROCm target that maps only /dev/kfd, unlisted by KFD, without stats, whose VRAM stays: not clean" {
+	rocm_kfd_only job
+	job=$(rpid job)
+	amd_used 4096
+	run --separate-stderr gs status --json -g 3
+	assert_eq "$(jqo ".processes[] | select(.pid == $job) | \"\(.role) \(.memory_mib)\"")" "compute null" "a target, share unknown"
+	run --separate-stderr gs reclaim -y -g 3 --timeout 1 --json
+	assert_dead "$job"
+	# Its 4 GiB are still held: not-clean (exit 1) or unverified (exit 3,
+	# as before ebc8822), never clean.
+	assert_match "$status $(jqo .verdict)" "^(1 not-clean|3 unverified)\$" "verdict (reserved $(jqo '.gpus[0].memory_reserved_mib') MiB)"
+}
