@@ -195,3 +195,27 @@ job_started() { [ -s "$BATS_TEST_TMPDIR/$1.started" ]; }
 	wait_for 10 dead "$g"
 	wait_for 10 dead "$c"
 }
+
+# review25: gs_runjob_resolve (src/core/runjob.c) says "runs" where execvp
+# then fails with ENOENT: the reclaim has stopped the GPU's holders by then.
+@test "review25: run with a script whose interpreter is missing stops nothing (exit 127 before the reclaim)" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	# A venv's entry point whose python is gone, or a CRLF shebang.
+	printf '#!/nonexistent/venv/bin/python3\nprint(1)\n' >"$BATS_TEST_TMPDIR/torchrun"
+	chmod 0755 "$BATS_TEST_TMPDIR/torchrun"
+	run -127 --separate-stderr gs run -y -g 0 -- "$BATS_TEST_TMPDIR/torchrun"
+	echo "# status $status stderr: $stderr" >&3
+	assert_alive "$a"
+	assert_status 127
+}
+
+@test "review25: run with PATH unset looks COMMAND up where execvp does (/bin:/usr/bin, not /usr/local/bin)" {
+	start_holder a --gpu 0 --mib 2048
+	a=$(rpid a)
+	[ -x /usr/local/bin/issues ] && ! [ -e /bin/issues ] && ! [ -e /usr/bin/issues ] || skip "needs a command only in /usr/local/bin"
+	run -127 --separate-stderr env -u PATH "$GPUSLATE_BIN" run -y -g 0 -- issues --help
+	echo "# status $status stderr: $stderr" >&3
+	assert_alive "$a"
+	assert_status 127
+}
