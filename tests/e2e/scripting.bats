@@ -219,3 +219,18 @@ job_started() { [ -s "$BATS_TEST_TMPDIR/$1.started" ]; }
 	assert_alive "$a"
 	assert_status 127
 }
+
+# review25: under nohup (SIGHUP ignored, as the user asked) a hang-up must
+# not cut the reclaim short (reclaim.c install_handlers overrides SIG_IGN).
+@test "review25: nohup gpuslate reclaim: a SIGHUP (ssh disconnect) does not interrupt it" {
+	start_holder stubborn --gpu 0 --mib 2048 --block-term
+	p=$(rpid stubborn)
+	bg rc nohup "$GPUSLATE_BIN" reclaim -y --json --grace 2
+	wait_for 15 term_pending "$p"
+	kill -HUP "$BG_PID"
+	bg_wait rc 30
+	output=$BG_OUT
+	echo "# status $BG_STATUS verdict $(jqo .verdict)" >&3
+	assert_eq "$BG_STATUS" 0 "exit status (stderr: $BG_ERR)"
+	assert_dead "$p"
+}
