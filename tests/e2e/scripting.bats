@@ -234,3 +234,32 @@ job_started() { [ -s "$BATS_TEST_TMPDIR/$1.started" ]; }
 	assert_eq "$BG_STATUS" 0 "exit status (stderr: $BG_ERR)"
 	assert_dead "$p"
 }
+
+# review25: systemd's default KillMode=control-group (and Slurm's
+# proctrack, docker's kill of every process) signals each process of the
+# cgroup with kill(2): COMMAND gets SIGTERM from the manager and again from
+# gpuslate (forward() passes on every SI_USER signal).
+@test "review25: SIGTERM sent to each process (systemctl stop, KillMode=control-group) reaches COMMAND once" {
+	local d=$BATS_TEST_TMPDIR
+	cat >"$d/job.sh" <<-SH
+		n=0
+		trap 'n=\$((n+1)); echo \$n >"$d/count"' TERM
+		echo pid=\$\$ >"$d/j.started"
+		while [ ! -e "$d/go" ]; do sleep 0.05; done
+		exit \$n
+	SH
+	bg job setsid "$GPUSLATE_BIN" run -y -- bash "$d/job.sh"
+	g=$BG_PID
+	wait_for 20 job_started j
+	c=$(ready_values "$d/j.started" pid)
+	# As systemd does: one kill(2) per process in the cgroup (here one after
+	# the other, so that the two are not merged into one pending signal).
+	kill -TERM "$c"
+	wait_for 10 test -s "$d/count"
+	kill -TERM "$g"
+	sleep 1
+	echo "# COMMAND saw SIGTERM $(cat "$d/count") time(s)" >&3
+	touch "$d/go"
+	bg_wait job
+	assert_eq "$(cat "$d/count")" 1 "SIGTERMs COMMAND got"
+}
