@@ -219,6 +219,11 @@ int gs_cmd_run(const struct gs_request *cli)
 		char path[4096];
 
 		r = gs_runjob_resolve(req.run_argv[0], path, sizeof(path));
+		if (r == -ENOEXEC) {
+			gs_err("cannot run '%s': its interpreter '%s' does not exist; nothing was stopped",
+			       req.run_argv[0], path);
+			return 127;
+		}
 		if (r < 0) {
 			gs_err("cannot run '%s': %s; nothing was stopped", req.run_argv[0],
 			       r == -ENOENT ? (strchr(req.run_argv[0], '/') ? "no such file" : "command not found in PATH")

@@ -136,6 +136,12 @@ static int add_gpus(const char **gpus, const char *v)
 }
 
 /* Store one option's value where the table says. */
+/* Length of arg's leading blanks. */
+static size_t arg_blank(const char *arg)
+{
+	return strspn(arg, " \t\n");
+}
+
 static int set_option(const struct gs_option *o, const char *arg, struct gs_request *req)
 {
 	char *base = (char *)req;
@@ -145,14 +151,15 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 		snprintf(what, sizeof(what), "-%c", o->key);
 	else
 		snprintf(what, sizeof(what), "--%s", o->name);
-	/* An empty value is an unset variable in a script (-g
+	/* An empty value (or blanks only: "$A $B" with both unset) is an
+	 * unset variable in a script (-g
 	 * "$CUDA_VISIBLE_DEVICES"), never a choice: for a selection it would
 	 * mean "everything". Only free text may be empty. */
-	if (o->arg && !arg[0] && o->off != offsetof(struct gs_request, reason)) {
+	if (o->arg && !arg[arg_blank(arg)] && o->off != offsetof(struct gs_request, reason)) {
 		if (o->key < 0x80)
-			gs_err("-%c/--%s '': empty value (an unset variable?)", o->key, o->name);
+			gs_err("-%c/--%s '%s': empty value (an unset variable?)", o->key, o->name, arg);
 		else
-			gs_err("--%s '': empty value (an unset variable?)", o->name);
+			gs_err("--%s '%s': empty value (an unset variable?)", o->name, arg);
 		return -EINVAL;
 	}
 	switch (o->type) {

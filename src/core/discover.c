@@ -197,6 +197,13 @@ bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g)
 	return dg.vram_used_known || g->vendor == GS_VENDOR_INTEL;
 }
 
+void gs_discover_forget_reservations(struct gs_discover *d)
+{
+	memset(d->v1_reserved, 0, sizeof(d->v1_reserved));
+	memset(d->drm_reserved, 0, sizeof(d->drm_reserved));
+	d->n_full_snapshots = 0;
+}
+
 void gs_discover_close(struct gs_discover *d)
 {
 	gs_gpu_backend_close(d->backend);

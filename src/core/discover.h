@@ -96,4 +96,8 @@ bool gs_discover_polls_memory(const struct gs_discover *d);
  * on its nodes (its used memory is its clients'). */
 bool gs_discover_polls_gpu(const struct gs_discover *d, const struct gs_gpu *g);
 
+/* Forget the drivers' reservations estimated so far (NVML v1, amdgpu): the
+ * next snapshot estimates them again, as the first one did. */
+void gs_discover_forget_reservations(struct gs_discover *d);
+
 #endif

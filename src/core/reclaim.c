@@ -55,12 +55,19 @@ static void on_interrupt(int sig)
  * at once. */
 static void install_handlers(void)
 {
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	struct sigaction sa = { .sa_handler = on_interrupt };
 
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (size_t i = 0; i < GS_ARRAY_SIZE(sigs); i++) {
+		struct sigaction old;
+
+		/* Ignored when gpuslate started (nohup, a script's background
+		 * job's SIGINT): the caller asked that it not end the run. */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -1074,6 +1081,9 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 			/* Another reclaim ran meanwhile: what it stopped is not
 			 * ours to plan from. */
 			gs_snapshot_free(&rc->s);
+			/* Its memory may have been on its way out when the
+			 * driver's reservation was estimated: estimated again. */
+			gs_discover_forget_reservations(&rc->d);
 			r = gs_snapshot_take(&rc->d, &rc->s);
 			if (r < 0)
 				return fail(rc, r == -ENODEV ? GS_EXIT_DRIVER : gs_exit_of_error(r, GS_EXIT_DRIVER),

@@ -427,22 +427,78 @@ static int executable_file(const char *path)
 	return 0;
 }
 
+/* A script's "#!" interpreter, as the kernel reads it: the path up to the
+ * first blank or newline (a CRLF script's "python3\r" is a name that does
+ * not exist, so it fails as exec would). 0 and the path in buf; -ENODATA
+ * for a file that is no script. */
+static int script_interpreter(const char *path, char *buf, size_t len)
+{
+	char head[256];
+	ssize_t n;
+	size_t i = 2, k = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -ENODATA; /* unreadable: exec decides */
+	n = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return -ENODATA;
+	head[n] = '\0';
+	while (head[i] == ' ' || head[i] == '\t')
+		i++;
+	while (head[i] && head[i] != ' ' && head[i] != '\t' && head[i] != '\n' && k + 1 < len)
+		buf[k++] = head[i++];
+	buf[k] = '\0';
+	return k ? 0 : -ENODATA;
+}
+
+/* executable_file, and for a script its interpreter too, a few levels (the
+ * kernel allows 4): a venv entry point whose python is gone fails exec with
+ * ENOENT although the script itself is there. -ENOEXEC: the interpreter is
+ * missing, named in interp; -EACCES: it is there but cannot run. */
+static int runnable_file(const char *path, char *interp, size_t len)
+{
+	char cur[4096];
+	int r = executable_file(path);
+
+	gs_strlcpy(cur, path, sizeof(cur));
+	for (int depth = 0; r == 0 && depth < 4; depth++) {
+		char next[4096];
+
+		if (script_interpreter(cur, next, sizeof(next)) < 0)
+			return 0;
+		r = executable_file(next);
+		if (r < 0) {
+			gs_strlcpy(interp, next, len);
+			return r == -ENOENT ? -ENOEXEC : r;
+		}
+		gs_strlcpy(cur, next, sizeof(cur));
+	}
+	return r;
+}
+
 int gs_runjob_resolve(const char *file, char *buf, size_t len)
 {
 	const char *path = getenv("PATH"), *p, *colon;
+	char def[256];
 	int denied = 0;
 
 	if (!file || !file[0])
 		return -ENOENT;
 	if (strchr(file, '/')) {
-		int r = executable_file(file);
+		int r = runnable_file(file, buf, len);
 
 		if (r == 0 && gs_strlcpy(buf, file, len) >= len)
 			return -ENAMETOOLONG;
 		return r;
 	}
-	if (!path)
-		path = "/usr/local/bin:/bin:/usr/bin"; /* execvp's default (glibc) */
+	/* PATH unset: execvp's own default, the system's (confstr). */
+	if (!path) {
+		size_t n = confstr(_CS_PATH, def, sizeof(def));
+
+		path = n > 0 && n <= sizeof(def) ? def : "/bin:/usr/bin";
+	}
 	for (p = path;; p = colon + 1) {
 		char cand[4096];
 		size_t dl;
@@ -456,6 +512,10 @@ int gs_runjob_resolve(const char *file, char *buf, size_t len)
 		if (n > 0 && (size_t)n < sizeof(cand)) {
 			r = executable_file(cand);
 			if (r == 0) {
+				/* The one execvp runs: its interpreter decides. */
+				r = runnable_file(cand, buf, len);
+				if (r < 0)
+					return r;
 				if (gs_strlcpy(buf, cand, len) >= len)
 					return -ENAMETOOLONG;
 				return 0;

@@ -72,7 +72,9 @@ void gs_runjob_save_dispositions(void);
  * else the first executable regular file of that name along PATH (the
  * default search path when PATH is unset). Asked before the reclaim, so a
  * typo stops nothing (issue 26). 0 with the path in buf; -ENOENT (the
- * shell's 127) or -EACCES (126: found, but not an executable file). */
+ * shell's 127) or -EACCES (126: found, but not an executable file);
+ * -ENOEXEC (127): a script whose "#!" interpreter does not exist, named in
+ * buf (a venv whose python is gone). */
 int gs_runjob_resolve(const char *file, char *buf, size_t len);
 
 /* Run req->run_argv after the clean reclaim rc (its lock held, its

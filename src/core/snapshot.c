@@ -152,6 +152,7 @@ void gs_snapshot_free(struct gs_snapshot *s)
 	free(s->gpus);
 	free(s->nvml);
 	free(s->holders);
+	free(s->unknown_shares);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -707,7 +708,7 @@ static unsigned no_stats_on(const struct gs_scan_result *scan, unsigned bi)
 static bool unknown_share_is_a_clients(const struct gs_gpu *gp, const struct gs_scan_proc *sp,
 				       const struct gs_nvml_entry *kfd)
 {
-	return gp->vendor == GS_VENDOR_AMD && gp->mem_known && !kfd &&
+	return gp->vendor == GS_VENDOR_AMD && gp->mem_known && !kfd && !sp->map_kfd &&
 	       !gs_minorset_has(&sp->drm_map_gpus, gp->backend_index);
 }
 
@@ -760,8 +761,21 @@ static int add_drm_memory(struct gs_discover *d, struct gs_snapshot *s, const st
 				break;
 			all_known &= known && sp->drm.n_no_stats == 0;
 			e = find_entry(s, sp->pid, (unsigned)g);
-			accounted &= (known && sp->drm.n_no_stats == 0) || (e && e->mem_known) ||
-				     unknown_share_is_a_clients(gp, sp, e);
+			if ((known && sp->drm.n_no_stats == 0) || (e && e->mem_known)) {
+				/* its figure is known */
+			} else if (unknown_share_is_a_clients(gp, sp, e)) {
+				struct gs_unknown_share *nu = realloc(s->unknown_shares,
+								      (s->n_unknown_shares + 1) * sizeof(*nu));
+
+				if (!nu) {
+					r = -ENOMEM;
+					break;
+				}
+				s->unknown_shares = nu;
+				nu[s->n_unknown_shares++] = (struct gs_unknown_share){ .pid = sp->pid, .gpu = (unsigned)g };
+			} else {
+				accounted = false;
+			}
 			if (e) {
 				/* KFD's figure, raised to fdinfo's when that is larger. */
 				if (known && any && (!e->mem_known || vram > e->mem_used)) {

@@ -109,6 +109,11 @@ struct gs_snapshot {
 	struct gs_nvml_entry *nvml; /* NVML's lists, GPU by GPU */
 	size_t n_nvml;
 	struct gs_gpuset nvml_listed; /* GPUs whose process lists were read */
+	/* AMD processes whose own share of a GPU is unknown (a client without
+	 * usage stats, counted with what stays): should one be a target, that
+	 * GPU's figure cannot be held against the baseline. */
+	struct gs_unknown_share { pid_t pid; unsigned gpu; } *unknown_shares;
+	size_t n_unknown_shares;
 	struct gs_holder *holders; /* sorted by pid */
 	size_t n_holders;
 	size_t n_scanned;         /* processes looked at */

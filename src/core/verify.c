@@ -494,6 +494,17 @@ static int poll_memory(struct gs_discover *d, const struct gs_verify_opts *o, st
 	return 0;
 }
 
+/* A target whose own share of GPU g is unknown (an AMD client without usage
+ * stats, --include-clients or taken with its group): its memory went into
+ * what stays, so the figure would say clean whether or not it was freed. */
+static bool target_share_unknown(const struct gs_plan *p, const struct gs_snapshot *b, size_t g)
+{
+	for (size_t i = 0; i < b->n_unknown_shares; i++)
+		if (b->unknown_shares[i].gpu == g && gs_plan_find_target(p, b->unknown_shares[i].pid))
+			return true;
+	return false;
+}
+
 int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struct gs_verify_result *r)
 {
 	const struct gs_plan *p = o->old_plan;
@@ -512,7 +523,7 @@ int gs_verify_begin(struct gs_discover *d, const struct gs_verify_opts *o, struc
 		v->gpu = (unsigned)g;
 		/* v1 figures with the reservation inside cannot be held
 		 * against a baseline: holders only, and the verdict says so. */
-		v->mem_known = gs_snapshot_memory_verifiable(d, b, g);
+		v->mem_known = gs_snapshot_memory_verifiable(d, b, g) && !target_share_unknown(p, b, g);
 		v->before = v->after = b->gpus[g].mem_used;
 		v->baseline = p->baseline[g];
 		v->unowned_known = gs_snapshot_unowned(b, g, &v->unowned);

@@ -513,10 +513,10 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_alive "$mon"
 }
 
-# review25: a target whose fdinfo has no usage stats must not have its
+# A target whose fdinfo has no usage stats must not have its
 # memory taken for the driver's own buffers (snapshot.c
 # unknown_share_is_a_clients -> estimate_drm_reserved).
-@test "review25: --include-clients stops an AMD client without stats whose VRAM stays: not clean" {
+@test "amd-intel: --include-clients stops an AMD client without stats whose VRAM stays: not clean" {
 	start_holder mon --as rocm-smi --client --open "$AMD_RENDER"
 	mon=$(rpid mon)
 	# The client holds 4 GiB (a buffer it never maps); its fd has no
@@ -552,7 +552,7 @@ while True:
 ' "$GPUSLATE_DEV_ROOT" "$BATS_TEST_TMPDIR/$name.ready"
 }
 
-@test "review25: a ROCm target that maps only /dev/kfd, unlisted by KFD, without stats, whose VRAM stays: not clean" {
+@test "amd-intel: a ROCm target that maps only /dev/kfd, unlisted by KFD, without stats, whose VRAM stays: not clean" {
 	rocm_kfd_only job
 	job=$(rpid job)
 	amd_used 4096

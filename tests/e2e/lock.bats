@@ -129,7 +129,9 @@ require_strace() {
 @test "lock: Ctrl-C while waiting for the lock ends the wait at once: refused, exit 5, nothing stopped" {
 	start_holder a --gpu 0 --mib 1024
 	hold_lock locker
-	bg waiter "$GPUSLATE_BIN" reclaim -y --json --timeout 60
+	# As a terminal runs its foreground job: SIGINT at its default (a
+	# script's background job has it ignored, and gpuslate keeps that).
+	bg waiter env --default-signal=INT "$GPUSLATE_BIN" reclaim -y --json --timeout 60
 	waiter=$BG_PID
 	wait_for 10 file_has "$BATS_TEST_TMPDIR/waiter.err" "another gpuslate reclaim is running"
 

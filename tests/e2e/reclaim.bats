@@ -434,7 +434,9 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	kill -STOP "$p"
 	wait_for 5 eval '[ "$(proc_state "$p")" = T ]'
 	t0=$(now_ms)
-	bg ctrlc "$GPUSLATE_BIN" reclaim -y --json --grace 60
+	# As a terminal runs its foreground job: SIGINT at its default (a
+	# script's background job has it ignored, and gpuslate keeps that).
+	bg ctrlc env --default-signal=INT "$GPUSLATE_BIN" reclaim -y --json --grace 60
 	wait_for 20 eval '[ "$(proc_state "$p")" != T ]'
 	kill -INT "$BG_PID"
 	bg_wait ctrlc 20
