@@ -6,7 +6,7 @@
 
 # Options that take an argument (as in the option table, src/core/options.c).
 _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
-	--grace --timeout --tolerance --reason --query-gpu --query-compute-apps
+	--grace --timeout --tolerance --respawn-watch --reason --query-gpu --query-compute-apps
 	--format -w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
 	--connect-timeout --command-timeout --nvml-lib --dev-root --sys-root
 	--proc-root --nvml-timeout'
@@ -27,7 +27,7 @@ _gpuslate_cmd_opts()
 	reclaim)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
-			--no-units --include-parent --reason"
+			--no-units --include-parent --respawn-watch --reason"
 		;;
 	wait)
 		echo "$_gpuslate_common --timeout --tolerance --reason"
@@ -41,7 +41,7 @@ _gpuslate_cmd_opts()
 	run)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
-			--no-units --include-parent --reason --guard --restore"
+			--no-units --include-parent --respawn-watch --reason --guard --restore"
 		;;
 	*)
 		echo "$_gpuslate_common"
