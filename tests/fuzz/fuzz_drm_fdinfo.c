@@ -1,4 +1,5 @@
-/* gs_drm_fdinfo_parse and gs_drm_usage: the drm- keys of an fdinfo. */
+/* gs_drm_fdinfo_parse and gs_drm_usage: the drm- keys of an fdinfo, and
+ * amdgpu's own keys of Linux 5.14-5.18. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -20,7 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the driver is a name, shown to users as it is */
 		FUZZ_TERMINATED(fi.driver);
 		FUZZ_CHECK(fi.driver[0] != '\0' && fuzz_printable(fi.driver));
-		FUZZ_CHECK(strstr(text, "drm-driver") != NULL);
+		/* a client only by the common keys, or amdgpu's old ones: its
+		 * device and its VM's PASID, never a guess */
+		FUZZ_CHECK(strstr(text, "drm-driver") != NULL ||
+			   (!strcmp(fi.driver, "amdgpu") && fi.pdev_known && fi.client_id_known && fi.client_id != 0 &&
+			    strstr(text, "pdev") && strstr(text, "pasid") && strstr(text, " mem")));
 		FUZZ_CHECK(fi.n_regions <= GS_DRM_REGIONS_MAX);
 		for (size_t i = 0; i < fi.n_regions; i++) {
 			FUZZ_TERMINATED(fi.regions[i].name);
