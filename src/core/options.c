@@ -110,7 +110,6 @@ void gs_request_defaults(struct gs_request *req)
 {
 	req->grace_ms = 10000;
 	req->timeout_ms = 60000;
-	req->respawn_watch_ms = UINT64_MAX;
 	req->tolerance_mib = GS_TOLERANCE_DEFAULT_MIB;
 	req->fanout = 32;
 	req->connect_timeout_ms = 10000;

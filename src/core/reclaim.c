@@ -1007,7 +1007,7 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 					      gs_discover_proc_fd(&rc->d), &parents_only);
 		/* --respawn-watch: as long as the user's supervisor waits
 		 * before a restart, wherever something may restart. */
-		if (vo.respawn_watch_ms && req->respawn_watch_ms != UINT64_MAX)
+		if (vo.respawn_watch_ms && req->respawn_watch_ms)
 			vo.respawn_watch_ms = req->respawn_watch_ms;
 		rc->watch.parents_only = parents_only;
 		vo.watch = &rc->watch;

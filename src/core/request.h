@@ -46,7 +46,8 @@ struct gs_request {
 	bool include_parent;      /* also stop supervising parents (restarter.h) */
 	uint64_t grace_ms, timeout_ms;
 	/* --respawn-watch: how long a live supervising parent is watched;
-	 * UINT64_MAX: not given (the watch's own length). */
+	 * 0: not given (the watch's own length; forwarded to a fleet's hosts
+	 * only when set). */
 	uint64_t respawn_watch_ms;
 	uint64_t tolerance_mib;
 	const char *reason;

@@ -565,6 +565,14 @@ gpu01: 1, 0 MiB" ]
 	[ ! -s "$T/pct.log" ]
 }
 
+@test "--respawn-watch goes to the hosts only when given" {
+	run -0 --separate-stderr env GPUSLATE_FLEET_PRINT_ARGV=1 "$GPUSLATE_BIN" -w gpu01 --hosts-file "$T/inventory" reclaim -y
+	[[ "$output" != *respawn-watch* ]]
+	run -0 --separate-stderr env GPUSLATE_FLEET_PRINT_ARGV=1 "$GPUSLATE_BIN" -w gpu01 --hosts-file "$T/inventory" \
+		reclaim -y --respawn-watch 10s
+	[[ "$output" == *"'--respawn-watch' '10'"* ]]
+}
+
 @test "restore over the fleet: -w @pve restore -y starts again the unit the fleet's reclaim stopped inside the CT" {
 	ct_holder rs --gpu 0 --mib 1500
 	# The container outlives each test: earlier tests' reclaims recorded
