@@ -197,7 +197,9 @@ require_nobody() {
 	# SIGTERM) arrived: the grace period has begun.
 	kill -STOP "$p"
 	wait_for 5 eval '[ "$(proc_state "$p")" = T ]'
-	bg term "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 60
+	# TERM at its default whatever this shell inherited (under nohup
+	# it is ignored, and gpuslate keeps a signal ignored at start).
+	bg term env --default-signal=TERM "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 60
 	wait_for 20 eval '[ "$(proc_state "$p")" != T ]'
 	kill -TERM "$BG_PID"
 	bg_wait term 20
@@ -221,7 +223,9 @@ require_nobody() {
 	start_holder by --gpu 1 --mib 512
 	p=$(rpid slow)
 	by=$(rpid by)
-	bg hup "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 5 --timeout 120
+	# HUP at its default whatever this shell inherited (under nohup
+	# it is ignored, and gpuslate keeps a signal ignored at start).
+	bg hup env --default-signal=HUP "$GPUSLATE_BIN" reclaim -y -g 0 --json --grace 5 --timeout 120
 	wait_for 20 dead "$p"
 	# In the wait stage now (the target is gone, the memory is not back).
 	kill -HUP "$BG_PID"
