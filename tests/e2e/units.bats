@@ -433,3 +433,31 @@ job_left_alone_as_main() {
 	stays_for 1 eval '[ "$(unit_state trainer.service)" = "active running $main" ] && alive "$other"'
 	[ "$status" -ne 0 ]
 }
+
+@test "review24: reclaim -g 0 of one process of a Restart=always unit: a surviving sibling's fork (same program) during the watch is no respawn" {
+	# trainer.service: its main process supervises a GPU 1 worker (the
+	# same program: a rank's DataLoader workers, a supervisor's worker);
+	# a process moved into the unit holds GPU 0, the one reclaimed.
+	world_systemd_start
+	world_unit --restart always trainer -- "$GS_HOLDER" --supervise --gpu 1 --mib 500 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	main=$UNIT_MAIN
+	w1=$(rpid t child)
+	launch other bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --gpu 0 --mib 2048 --ready-file "$3"' \
+		_ "$(world_cgroup2)$WORLD_SD_CGROUP/system.slice/trainer.service" "$GS_HOLDER" "$BATS_TEST_TMPDIR/other.ready"
+	other=$(rpid other)
+
+	bg rc sd_exec "$GPUSLATE_BIN" reclaim -g 0 -y --json
+	wait_for 10 dead "$other"
+	# The GPU 1 worker ends meanwhile; the unit's main process (old, never
+	# a target) forks a new one: nothing of GPU 0 comes back.
+	kill -KILL "$w1"
+	wait_for 10 eval '[ "$(rpid t child)" != "$w1" ]'
+	track "$(rpid t child)"
+	bg_wait rc
+	output=$BG_OUT
+	echo "exit $BG_STATUS stderr: $BG_ERR"; echo "$output" | jq -c ".notes, .warnings, .plan.notes" || true; systemctl --version | head -1
+	echo "$output" | jq -c '{verdict, respawn_watch_s, respawns, t: [.plan.targets[] | {pid, action, restarter}]}'
+	assert_eq "$(jqo .verdict)" clean "verdict (GPU 0 stays free: $(gpu_used 0) MiB)"
+	assert_eq "$(gpu_used 0)" 0 "GPU 0"
+}
