@@ -526,3 +526,36 @@ date >/dev/null; echo restarting'
 	assert_eq "$(jqo '.restarters_alive[0].restarted')" true "the loop restarted it"
 	end_loop
 }
+
+@test "review24: a loop around a job script (train; eval): eval, started by the old script, is the GPU about to be held again: not clean" {
+	d=$BATS_TEST_TMPDIR
+	cat >"$d/job.sh" <<-'EOF2'
+		"$1" --gpu 0 --mib 1024 --ready-file "$2" -- python3 train.py
+		"$1" --gpu 0 --mib 1024 --delay-open-ms 4000 --ready-file "$2.eval" -- python3 eval.py
+	EOF2
+	argloop sup 30 'bash '"$d"'/job.sh "$H" "$R"'
+
+	run --separate-stderr gs reclaim -y --json
+	echo "$output" | jq -c '{verdict, respawn_watch_s, respawns, restarters_alive, t: [.plan.targets[] | {pid, restarter}]}'
+	assert_dead "$FIRST"
+	wait_for 10 test -f "$d/sup.ready.eval"
+	# eval holds the GPU now, ~4 s after the stop.
+	assert_eq "$(gpu_used 0)" 1024 "GPU 0 after the verdict"
+	assert_eq "$(jqo .verdict)" not-clean "verdict (eval was started by job.sh during the watch)"
+	assert_status 1
+	end_loop
+}
+
+@test "review24: --respawn-watch longer than --timeout: the JSON and text say the requested watch, not what was watched" {
+	argloop sup 6 '"$H" --gpu 0 --mib 1024 --ready-file "$R" -- python3 train.py --run $RANDOM'
+	start=$(now_ms)
+	run --separate-stderr gs reclaim -y --respawn-watch 20s --timeout 3 --json
+	took=$(( $(now_ms) - start ))
+	echo "took ${took} ms: $(echo "$output" | jq -c '{verdict, respawn_watch_s, waited_s, restarters_alive}')"
+	assert_dead "$FIRST"
+	# Clean (exit 0) after ~3 s, while the JSON claims 20 s were watched.
+	if [ "$status" = 0 ]; then
+		assert_eq "$(jqo '.respawn_watch_s <= .waited_s')" true "respawn_watch_s ($(jqo .respawn_watch_s)) within waited_s ($(jqo .waited_s))"
+	fi
+	end_loop
+}
