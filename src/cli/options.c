@@ -286,6 +286,13 @@ static int check_request(struct gs_request *req)
 		gs_err("--proc-root '%s' is for reading a /proc copy; run acts only on the real /proc", req->proc_root);
 		return -EINVAL;
 	}
+	/* The watch runs within the wait: cut at --timeout, it would end
+	 * "clean" before the restart it was asked to wait for. */
+	if (req->respawn_watch_ms > req->timeout_ms) {
+		gs_err("--respawn-watch %.3gs is longer than --timeout %.3gs: the watch ends with the wait (raise --timeout)",
+		       req->respawn_watch_ms / 1000.0, req->timeout_ms / 1000.0);
+		return -EINVAL;
+	}
 	/* A reclaim's worst case: its unit stops share --timeout, then the
 	 * wait takes up to --timeout, the grace periods on top; systemctl and
 	 * the runtimes' questions (10 s at most, twice) and ssh fit in 60 s. */

@@ -182,12 +182,51 @@ static bool was_target(const struct gs_plan *op, const struct gs_pidstat *st)
 	return t && t->starttime == st->starttime;
 }
 
+/* Is pid, started at starttime, the parent's child that a watched identity
+ * recorded (a wrapper script between a loop and the target: it survives the
+ * stop and may go on to the next GPU program)? */
+static bool is_recorded_wrapper(const struct gs_respawn_watch *w, pid_t parent, const struct gs_pidstat *p)
+{
+	for (size_t i = 0; i < w->n_idents; i++)
+		if (w->idents[i].parent == parent && w->idents[i].was == p->pid && w->idents[i].was_starttime == p->starttime)
+			return true;
+	return false;
+}
+
+/* The v2 cgroup of pid ("0::/path" of /proc/PID/cgroup): 0, or -errno. */
+static int cgroup_of_pid(int proc_fd, pid_t pid, char *buf, size_t len)
+{
+	char path[32], *txt = NULL, *line;
+	int r;
+
+	snprintf(path, sizeof(path), "%d/cgroup", (int)pid);
+	r = gs_read_file_at(proc_fd, path, 65536, &txt, NULL);
+	if (r < 0)
+		return r;
+	line = strstr(txt, "0::");
+	if (line && (line == txt || line[-1] == '\n')) {
+		size_t n = strcspn(line + 3, "\n");
+
+		if (n >= len)
+			n = len - 1;
+		memcpy(buf, line + 3, n);
+		buf[n] = '\0';
+	} else {
+		r = -ENOENT;
+	}
+	free(txt);
+	return r;
+}
+
 /* Is st a process started since the watch began whose chain of ancestors
  * reaches parent through processes all started since too (a launcher, a
- * wrapper script the parent started again)? *ret_direct: parent's child.
- * parent 0: st itself, started since (a cgroup's watch). */
-static bool new_below(const struct gs_respawn_watch *w, const struct gs_ptable *pt, const struct gs_pidstat *st,
-		      pid_t parent, bool *ret_direct)
+ * wrapper script the parent started again), or through the wrapper script
+ * the parent had started (train.sh going on to eval)? *ret_direct:
+ * parent's child. parent 0: st itself, started since, in watched cgroup
+ * cg: the manager's new process, not the fork of one that survived the
+ * stop there (a rank on an unselected GPU forking a worker). */
+static bool new_below(int proc_fd, const struct gs_respawn_watch *w, const struct gs_ptable *pt,
+		      const struct gs_pidstat *st, pid_t parent, int cg, bool *ret_direct)
 {
 	const struct gs_pidstat *cur = st;
 
@@ -195,6 +234,17 @@ static bool new_below(const struct gs_respawn_watch *w, const struct gs_ptable *
 	if (st->starttime < w->since_ticks)
 		return false;
 	if (!parent) {
+		const struct gs_pidstat *up = gs_ptable_find(pt, st->ppid);
+		char pcg[1024];
+
+		/* An old parent inside the watched cgroup survived the stop. */
+		if (up && up->starttime < w->since_ticks && cg >= 0 && (size_t)cg < w->n_cgroups &&
+		    cgroup_of_pid(proc_fd, up->pid, pcg, sizeof(pcg)) == 0) {
+			size_t n = strlen(w->cgroups[cg].path);
+
+			if (!strncmp(pcg, w->cgroups[cg].path, n) && (pcg[n] == '\0' || pcg[n] == '/'))
+				return false;
+		}
 		*ret_direct = true;
 		return true;
 	}
@@ -208,7 +258,7 @@ static bool new_below(const struct gs_respawn_watch *w, const struct gs_ptable *
 		if (cur->ppid <= 1)
 			return false;
 		up = gs_ptable_find(pt, cur->ppid);
-		if (!up || up->starttime < w->since_ticks)
+		if (!up || (up->starttime < w->since_ticks && !is_recorded_wrapper(w, parent, up)))
 			return false;
 		cur = up;
 	}
@@ -230,7 +280,7 @@ static bool is_restarted_target(int proc_fd, const struct gs_respawn_watch *w, c
 	ssize_t n;
 	int fd;
 
-	if (!new_below(w, pt, st, ppid, &direct))
+	if (!new_below(proc_fd, w, pt, st, ppid, cg, &direct))
 		return false;
 	snprintf(path, sizeof(path), "%d/exe", (int)pid);
 	n = readlinkat(proc_fd, path, exe, sizeof(exe) - 1);

@@ -559,7 +559,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 	}
 	/* Clean now, but what restarts the job is still there: a restart
 	 * later than the watch would hold the GPU again. */
-	for (size_t i = 0; r->verify && i < r->verify->n_alive; i++) {
+	for (size_t i = 0; r->verify && !r->verify->n_respawns && gs_verdict_ok(r->verdict) && i < r->verify->n_alive;
+	     i++) {
 		const struct gs_alive_restarter *a = &r->verify->alive[i];
 
 		if (a->restarted)

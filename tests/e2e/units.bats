@@ -434,7 +434,7 @@ job_left_alone_as_main() {
 	[ "$status" -ne 0 ]
 }
 
-@test "review24: reclaim -g 0 of one process of a Restart=always unit: a surviving sibling's fork (same program) during the watch is no respawn" {
+@test "units: reclaim -g 0 of one process of a Restart=always unit: a surviving sibling's fork (same program) during the watch is no respawn" {
 	# trainer.service: its main process supervises a GPU 1 worker (the
 	# same program: a rank's DataLoader workers, a supervisor's worker);
 	# a process moved into the unit holds GPU 0, the one reclaimed.
