@@ -14,6 +14,7 @@ const char *gs_action_str(enum gs_action a)
 	case GS_ACT_STOP_UNIT: return "stop-unit";
 	case GS_ACT_KILL: return "kill";
 	case GS_ACT_STOP_CONTAINER: return "stop-container";
+	case GS_ACT_STOP_SUPERVISED: return "stop-supervised";
 	}
 	return "unknown";
 }
@@ -68,6 +69,11 @@ void gs_plan_free(struct gs_plan *p)
 	free(p->others);
 	free(p->restarters);
 	memset(p, 0, sizeof(*p));
+}
+
+bool gs_unit_stop_is_supervised(const struct gs_unit_stop *u)
+{
+	return !strcmp(u->runtime, "supervisord") || !strcmp(u->runtime, "runit") || !strcmp(u->runtime, "s6");
 }
 
 const struct gs_target *gs_plan_find_target(const struct gs_plan *p, pid_t pid)

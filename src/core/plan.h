@@ -26,6 +26,11 @@ enum gs_action {
 	/* docker/podman stop <id>: a container with a restart policy, stopped
 	 * the runtime's own way (plan units[unit], runtime set). */
 	GS_ACT_STOP_CONTAINER,
+	/* supervisorctl stop, sv force-stop, s6-svc -d: a program of a process
+	 * supervisor (proc/supervised.h), stopped through its control tool so
+	 * that it stays stopped (plan units[unit], runtime the supervisor's
+	 * kind). Set by the restarter stage. */
+	GS_ACT_STOP_SUPERVISED,
 };
 
 enum gs_why {
@@ -72,7 +77,19 @@ struct gs_unit_stop {
 	/* "docker" or "podman": a container stopped through its runtime
 	 * (unit is then its full id, cgroup its cgroup); "" for a unit. */
 	char runtime[16];
+	/* A supervised program (runtime "supervisord", "runit" or "s6"):
+	 * unit is its name (GROUP:NAME, or the service directory); control_opt
+	 * and control how supervisorctl reaches supervisord ("-c" FILE or
+	 * "-s" URL). The stop goes through the tool only while the tool names
+	 * main_pid (with main_starttime) as that program: a name is a claim. */
+	char control_opt[4];
+	char control[1024];
+	pid_t main_pid;
+	uint64_t main_starttime;
 };
+
+/* Is this stop entry a supervised program's (not a unit's or container's)? */
+bool gs_unit_stop_is_supervised(const struct gs_unit_stop *u);
 
 enum gs_leave {
 	GS_LEAVE_SELF,

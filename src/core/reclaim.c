@@ -266,7 +266,8 @@ static bool owner_may_restart(enum gs_owner_kind k)
 
 static bool stopped_through_manager(const struct gs_target *t, const struct gs_stop_result *stop)
 {
-	return (t->action == GS_ACT_STOP_UNIT || t->action == GS_ACT_STOP_CONTAINER) && stop && t->unit >= 0 &&
+	return (t->action == GS_ACT_STOP_UNIT || t->action == GS_ACT_STOP_CONTAINER ||
+		t->action == GS_ACT_STOP_SUPERVISED) && stop && t->unit >= 0 &&
 	       (size_t)t->unit < stop->n_units && stop->units[t->unit].stopped;
 }
 
@@ -289,7 +290,7 @@ static uint64_t respawn_watch(const struct gs_plan *p, const struct gs_stop_resu
 		 * is never a parents-only one. */
 		if (t->shell_parent > 0)
 			other = GS_MAX(other, GS_RESPAWN_WATCH_PARENT_MS);
-		if (rs && rs->kind == GS_RESTARTER_PARENT) {
+		if (rs && gs_restarter_is_process(rs)) {
 			const struct gs_pidstat *ps = gs_ptable_find(pt, rs->pid);
 			pid_t gpp = ps ? ps->ppid : 0;
 
@@ -542,7 +543,7 @@ static int build_watch(struct gs_reclaim *rc)
 	for (size_t i = 0; i < p->n_restarters; i++) {
 		const struct gs_restarter *rs = &p->restarters[i];
 
-		if (rs->kind != GS_RESTARTER_PARENT)
+		if (!gs_restarter_is_process(rs))
 			continue;
 		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with, true);
 		if (r < 0)
@@ -578,7 +579,7 @@ static int build_watch(struct gs_reclaim *rc)
 		if (!rs || rs->kind == GS_RESTARTER_POD)
 			continue;
 		id = (struct gs_watch_ident){ .parent = 0, .cgroup = -1 };
-		if (rs->kind == GS_RESTARTER_PARENT) {
+		if (gs_restarter_is_process(rs)) {
 			id.parent = rs->pid;
 		} else {
 			if (!h || !h->info_ok)
@@ -612,7 +613,8 @@ static int record_managed(struct gs_reclaim *rc)
 		rc->managed = m;
 		m += rc->n_managed++;
 		memset(m, 0, sizeof(*m));
-		m->kind = p->units[u].runtime[0] ? "container" : "unit";
+		m->kind = gs_unit_stop_is_supervised(&p->units[u]) ? "supervised"
+			  : p->units[u].runtime[0] ? "container" : "unit";
 		gs_strlcpy(m->name, p->units[u].unit, sizeof(m->name));
 		gs_strlcpy(m->container, p->units[u].container, sizeof(m->container));
 		gs_strlcpy(m->runtime, p->units[u].runtime, sizeof(m->runtime));
@@ -696,10 +698,10 @@ static int unit_main_pid(void *ud, const struct gs_owner *o, pid_t *ret)
 	return 0;
 }
 
-int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const struct gs_snapshot *s,
-			       const struct gs_ptable *pt, bool include_parent)
+/* The questions the restarter stage asks, answered from this host. */
+static void restarter_env(struct gs_reclaim *rc, bool include_parent, struct gs_restarter_env *env)
 {
-	struct gs_restarter_env env = {
+	*env = (struct gs_restarter_env){
 		.self = rc->d.self,
 		.include_parent = include_parent,
 		.no_units = rc->req->no_units,
@@ -714,9 +716,20 @@ int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const s
 		.pidns_ud = &rc->d,
 		.launch_kind = gs_launch_kind_proc,
 		.launch_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
+		.supervised = gs_supervised_find_proc,
+		.supervised_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
+		.unprivileged = geteuid() != 0,
+		.uid = geteuid(),
 		.ud = &rc->query,
 	};
+}
 
+int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const struct gs_snapshot *s,
+			       const struct gs_ptable *pt, bool include_parent)
+{
+	struct gs_restarter_env env;
+
+	restarter_env(rc, include_parent, &env);
 	/* The questions of this plan share a deadline of their own. */
 	rc->query.deadline_ms = gs_now_ms() + rc->query.timeout_ms;
 	return gs_restarters_plan(p, s, pt, &env);
@@ -726,23 +739,9 @@ int gs_reclaim_plan_restarters(struct gs_reclaim *rc, struct gs_plan *p, const s
  * the container runtimes with deadlines. */
 static int find_restarters(struct gs_reclaim *rc, const struct gs_request *req)
 {
-	struct gs_restarter_env env = {
-		.self = rc->d.self,
-		.include_parent = req->include_parent,
-		.unit_props = unit_props_cached,
-		.unit_ud = rc,
-		.container_policy = container_policy_cached,
-		.container_ud = rc,
-		.read_cmdline = gs_restarter_read_cmdline,
-		.read_stdin = gs_restarter_read_stdin,
-		.read_cgroup = gs_restarter_read_cgroup,
-		.is_pidns_init = gs_discover_is_pidns_init,
-		.pidns_ud = &rc->d,
-		.launch_kind = gs_launch_kind_proc,
-		.launch_ud = (void *)(intptr_t)gs_discover_proc_fd(&rc->d),
-		.ud = &rc->query,
-	};
+	struct gs_restarter_env env;
 
+	restarter_env(rc, req->include_parent, &env);
 	env.no_units = req->no_units;
 	return gs_restarters_plan(&rc->plan, &rc->s, &rc->pt, &env);
 }
@@ -888,7 +887,16 @@ static void record_stopped(struct gs_reclaim *rc)
 				 "stopped", us->unit);
 			continue;
 		}
-		if (us->runtime[0]) {
+		if (gs_unit_stop_is_supervised(us)) {
+			/* A supervised program, stopped only while its tool
+			 * named our process as it (stop.c asked). */
+			rec.kind = GS_STOPPED_SUPERVISED;
+			gs_strlcpy(rec.runtime, us->runtime, sizeof(rec.runtime));
+			gs_strlcpy(rec.name, us->unit, sizeof(rec.name));
+			gs_strlcpy(rec.control_opt, us->control_opt, sizeof(rec.control_opt));
+			gs_strlcpy(rec.control, us->control, sizeof(rec.control));
+			gs_strlcpy(rec.state_before, "running", sizeof(rec.state_before));
+		} else if (us->runtime[0]) {
 			/* A docker/podman container stopped through its runtime,
 			 * only while it was running (stop.c asked): its id. */
 			rec.kind = GS_STOPPED_CONTAINER;
@@ -907,6 +915,7 @@ static void record_stopped(struct gs_reclaim *rc)
 			gs_safe(rc->req->reason, rec.reason, sizeof(rec.reason));
 		if ((rec.kind == GS_STOPPED_CONTAINER && !gs_stopped_name_ok(rec.id, sizeof(rec.id))) ||
 		    (rec.kind == GS_STOPPED_UNIT && !gs_stopped_name_ok(rec.name, sizeof(rec.name))) ||
+		    (rec.kind == GS_STOPPED_SUPERVISED && (!rec.name[0] || strlen(rec.name) >= sizeof(rec.name) - 1)) ||
 		    (rec.container[0] && !gs_unit_scope_is_user(rec.container, NULL) &&
 		     !gs_stopped_name_ok(rec.container, sizeof(rec.container)))) {
 			note(rc, "not recorded for 'gpuslate restore': unit name '%s' is not one restore would start",

@@ -25,6 +25,7 @@ const char *gs_restarter_kind_str(enum gs_restarter_kind k)
 	case GS_RESTARTER_CONTAINER: return "container";
 	case GS_RESTARTER_POD: return "pod";
 	case GS_RESTARTER_PARENT: return "parent";
+	case GS_RESTARTER_SUPERVISOR: return "supervisor";
 	}
 	return "unknown";
 }
@@ -37,6 +38,7 @@ const char *gs_restarter_handling_str(enum gs_restarter_handling h)
 	case GS_HANDLE_WATCHED: return "watched";
 	case GS_HANDLE_PARENT_STOP: return "stopped (--include-parent)";
 	case GS_HANDLE_REPORTED: return "reported only";
+	case GS_HANDLE_SUPERVISOR_STOP: return "stopped through its supervisor";
 	}
 	return "unknown";
 }
@@ -546,6 +548,131 @@ static int parents_before_children(struct gs_plan *p, const struct gs_ptable *pt
 	return 0;
 }
 
+/* The tool's words that stop the program for good: the plan's and a
+ * respawn's advice. */
+static void supervised_stop_with(const struct gs_supervised *sv, char *buf, size_t len)
+{
+	switch (sv->kind) {
+	case GS_SUP_SUPERVISORD:
+		snprintf(buf, len, "supervisorctl %s %.180s stop %.100s", sv->control_opt, sv->control, sv->name);
+		return;
+	case GS_SUP_RUNIT:
+		snprintf(buf, len, "sv down %.250s", sv->name);
+		return;
+	case GS_SUP_S6:
+		snprintf(buf, len, "s6-svc -d %.250s", sv->name);
+		return;
+	case GS_SUP_NONE:
+		break;
+	}
+	buf[0] = '\0';
+}
+
+/* Stopping the program ends it and, as its supervisor may (supervisord's
+ * killasgroup, a run script's process group), what it started: only when
+ * that takes nothing the selection leaves alone. */
+static bool supervised_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s,
+					 const struct gs_ptable *pt, const struct gs_supervised *sv)
+{
+	for (size_t i = 0; s && i < s->n_holders; i++) {
+		const struct gs_holder *h = &s->holders[i];
+
+		if (!h->alive || (h->pid != sv->main_pid && !gs_ptable_is_ancestor(pt, sv->main_pid, h->pid)))
+			continue;
+		if (!gs_plan_find_target(p, h->pid) || holds_outside(h, &p->gpus))
+			return false;
+	}
+	return true;
+}
+
+/* The stop entry of the program (one per program, whatever number of its
+ * processes are targets). */
+static int supervised_entry(struct gs_plan *p, const struct gs_supervised *sv)
+{
+	const char *rt = gs_sup_kind_str(sv->kind);
+	struct gs_unit_stop u = { 0 }, *n;
+
+	for (size_t i = 0; i < p->n_units; i++)
+		if (!strcmp(p->units[i].runtime, rt) && !strcmp(p->units[i].unit, sv->name) &&
+		    !strcmp(p->units[i].control, sv->control))
+			return (int)i;
+	gs_strlcpy(u.unit, sv->name, sizeof(u.unit));
+	gs_strlcpy(u.runtime, rt, sizeof(u.runtime));
+	gs_strlcpy(u.control_opt, sv->control_opt, sizeof(u.control_opt));
+	gs_strlcpy(u.control, sv->control, sizeof(u.control));
+	u.main_pid = sv->main_pid;
+	u.main_starttime = sv->main_starttime;
+	n = realloc(p->units, (p->n_units + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n[p->n_units] = u;
+	p->units = n;
+	return (int)p->n_units++;
+}
+
+/* A target that a process supervisor runs: its program is stopped through
+ * the supervisor's tool when that is contained and allowed, else the
+ * supervisor is watched (never stopped: it runs other programs too, which
+ * is also why its own unit is never the one to stop). */
+static int supervised_restarter(struct gs_plan *p, const struct gs_snapshot *s, const struct gs_ptable *pt,
+				const struct gs_restarter_env *env, size_t i, const struct gs_supervised *sv)
+{
+	struct gs_target *t = &p->targets[i];
+	struct gs_restarter rs = { 0 };
+	bool stop = !env->no_units && sv->main_pid != env->self && !gs_ptable_is_ancestor(pt, sv->main_pid, env->self) &&
+		    (!env->unprivileged || sv->sup_uid == env->uid) && supervised_stop_is_contained(p, s, pt, sv);
+	int ri, u;
+
+	rs.kind = GS_RESTARTER_SUPERVISOR;
+	rs.handling = stop ? GS_HANDLE_SUPERVISOR_STOP : GS_HANDLE_WATCHED;
+	gs_strlcpy(rs.name, sv->name, sizeof(rs.name));
+	gs_strlcpy(rs.runtime, gs_sup_kind_str(sv->kind), sizeof(rs.runtime));
+	gs_strlcpy(rs.policy, "always", sizeof(rs.policy));
+	rs.pid = sv->sup_pid;
+	rs.starttime = sv->sup_starttime;
+	supervised_stop_with(sv, rs.stop_with, sizeof(rs.stop_with));
+	ri = add_restarter(p, &rs);
+	if (ri < 0)
+		return ri;
+	t->restarter = ri;
+	if (!stop) {
+		if (t->action == GS_ACT_STOP_UNIT) {
+			t->action = GS_ACT_SIGNAL;
+			t->unit = -1;
+		}
+		return 0;
+	}
+	u = supervised_entry(p, sv);
+	if (u < 0)
+		return u;
+	t->action = GS_ACT_STOP_SUPERVISED;
+	t->unit = u;
+	return 0;
+}
+
+/* Unit stops no target uses any more (a supervised program's unit was its
+ * supervisor's): dropped, the targets' indices kept right. */
+static void drop_unused_units(struct gs_plan *p)
+{
+	size_t w = 0;
+
+	for (size_t u = 0; u < p->n_units; u++) {
+		bool used = false;
+
+		for (size_t i = 0; i < p->n_targets && !used; i++)
+			used = p->targets[i].unit == (int)u;
+		if (!used)
+			continue;
+		for (size_t i = 0; i < p->n_targets; i++)
+			if (p->targets[i].unit == (int)u)
+				p->targets[i].unit = (int)w;
+		if (w != u)
+			p->units[w] = p->units[u];
+		w++;
+	}
+	p->n_units = w;
+}
+
 #define UNIT_CACHE 16
 
 /* A parent stopped with the targets (--include-parent), once each. */
@@ -653,6 +780,19 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 		size_t n_wrappers = 0;
 		bool have_unit = false, stoppable = false;
 
+		if (env->supervised && t->why != GS_WHY_PARENT) {
+			struct gs_supervised sv;
+			int k = env->supervised(env->supervised_ud, pt, t->pid, &sv);
+
+			if (k < 0) {
+				r = k;
+				break;
+			}
+			if (k == 1) {
+				r = supervised_restarter(p, s, pt, env, i, &sv);
+				continue;
+			}
+		}
 		if (h && h->info_ok)
 			own = h->info.owner;
 		else if (cgroup_of(env, t->pid, &own) < 0)
@@ -745,6 +885,8 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 	}
 	if (r >= 0)
 		r = parents_before_children(p, pt);
+	if (r >= 0)
+		drop_unused_units(p);
 out:
 	free(cache);
 	free(parents);
@@ -978,4 +1120,61 @@ int gs_restarter_read_cgroup(void *ud, pid_t pid, char *buf, size_t len)
 	gs_strlcpy(buf, txt, len);
 	free(txt);
 	return 0;
+}
+
+int gs_supervisor_argv(const char *runtime, const char *control_opt, const char *control, const char *name,
+		       enum gs_sup_verb verb, uint64_t wait_ms, char *buf, size_t len, const char **argv, size_t max)
+{
+	enum gs_sup_kind k = gs_sup_kind_from_str(runtime);
+	size_t n = 0;
+
+	if (max < 12 || len < 48 || !name[0] || name[0] == '-')
+		return -EINVAL;
+	switch (k) {
+	case GS_SUP_SUPERVISORD:
+		if (strcmp(control_opt, "-c") && strcmp(control_opt, "-s"))
+			return -EINVAL;
+		argv[n++] = "supervisorctl";
+		argv[n++] = control_opt;
+		argv[n++] = control;
+		argv[n++] = verb == GS_SUP_VERB_PID ? "pid" : verb == GS_SUP_VERB_STATUS ? "status"
+			  : verb == GS_SUP_VERB_START ? "start" : "stop";
+		break;
+	case GS_SUP_RUNIT:
+		argv[n++] = "sv";
+		if (verb == GS_SUP_VERB_STOP || verb == GS_SUP_VERB_KILL) {
+			/* sv waits whole seconds; at least one. */
+			snprintf(buf, len, "%llu", (unsigned long long)(wait_ms < 1000 ? 1 : (wait_ms + 999) / 1000));
+			argv[n++] = "-w";
+			argv[n++] = buf;
+			argv[n++] = "force-stop";
+		} else {
+			argv[n++] = verb == GS_SUP_VERB_START ? "up" : "status";
+		}
+		break;
+	case GS_SUP_S6:
+		if (verb == GS_SUP_VERB_PID || verb == GS_SUP_VERB_STATUS) {
+			argv[n++] = "s6-svstat";
+			argv[n++] = "-o";
+			argv[n++] = verb == GS_SUP_VERB_PID ? "pid" : "up";
+		} else if (verb == GS_SUP_VERB_START) {
+			argv[n++] = "s6-svc";
+			argv[n++] = "-u";
+		} else {
+			snprintf(buf, len, "%llu", (unsigned long long)(wait_ms ? wait_ms : 1));
+			argv[n++] = "s6-svc";
+			argv[n++] = "-wd";
+			argv[n++] = "-T";
+			argv[n++] = buf;
+			argv[n++] = verb == GS_SUP_VERB_KILL ? "-k" : "-d";
+		}
+		break;
+	case GS_SUP_NONE:
+		return -EINVAL;
+	}
+	/* supervisorctl takes no "--" before a program name; names never
+	 * start with '-' (checked above), directories are absolute. */
+	argv[n++] = name;
+	argv[n] = NULL;
+	return (int)n;
 }

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "proc/launcher.h"
+#include "proc/supervised.h"
 
 struct gs_plan;
 struct gs_snapshot;
@@ -30,6 +31,9 @@ enum gs_restarter_kind {
 	GS_RESTARTER_CONTAINER,
 	GS_RESTARTER_POD,
 	GS_RESTARTER_PARENT,
+	/* supervisord, runsv or s6-supervise (proc/supervised.h): a process
+	 * that restarts its program, with a control tool that stops it. */
+	GS_RESTARTER_SUPERVISOR,
 };
 
 enum gs_restarter_handling {
@@ -38,6 +42,7 @@ enum gs_restarter_handling {
 	GS_HANDLE_WATCHED,      /* left running; a restarted target is a respawn */
 	GS_HANDLE_PARENT_STOP,  /* stopped before its children (--include-parent) */
 	GS_HANDLE_REPORTED,     /* never acted on (a pod): the command that would stop it is named */
+	GS_HANDLE_SUPERVISOR_STOP, /* the program is stopped through its supervisor's tool: it stays stopped */
 };
 
 struct gs_restarter {
@@ -45,15 +50,22 @@ struct gs_restarter {
 	enum gs_restarter_handling handling;
 	char name[256];          /* unit name, container id, pod uid, the parent's comm */
 	char container[256];     /* LXC/Proxmox CT of a unit inside one, else "" */
-	char runtime[16];        /* "docker", "podman" for containers, else "" */
+	char runtime[16];        /* "docker", "podman" for containers; "supervisord", "runit", "s6"; else "" */
 	char policy[64];         /* Restart= or the restart policy ("always", "on-failure") */
 	uint64_t restart_ms;     /* a unit's RestartUSec, in ms */
-	pid_t pid;               /* a parent's PID, a unit's MainPID (0: none known) */
+	pid_t pid;               /* a parent's or supervisor's PID, a unit's MainPID (0: none known) */
 	uint64_t starttime;      /* a parent's start time */
 	/* What would stop it for good, for the plan and a respawn's message:
 	 * "--include-parent", "--unit ollama.service", "kubectl delete pod ...". */
 	char stop_with[320];
 };
+
+/* A process that restarts its child (a supervising parent, a process
+ * supervisor): the respawn watch looks at its new children. */
+static inline bool gs_restarter_is_process(const struct gs_restarter *r)
+{
+	return r->kind == GS_RESTARTER_PARENT || r->kind == GS_RESTARTER_SUPERVISOR;
+}
 
 /* A unit's properties as its manager reports them. */
 struct gs_unit_props {
@@ -86,6 +98,14 @@ struct gs_restarter_env {
 	/* Launcher, shell or neither (proc/launcher.h); NULL: by comm. */
 	gs_launch_kind_fn launch_kind;
 	void *launch_ud;
+	/* The process supervisor that runs pid (proc/supervised.h): 1 with
+	 * *ret, 0 none, -errno. NULL: none is looked for. */
+	int (*supervised)(void *ud, const struct gs_ptable *pt, pid_t pid, struct gs_supervised *ret);
+	void *supervised_ud;
+	/* gpuslate is not root (uid its euid): a supervisor of another user
+	 * is not asked to stop anything (its socket is not ours). */
+	bool unprivileged;
+	uid_t uid;
 	void *ud;
 };
 
@@ -154,5 +174,22 @@ int gs_systemctl_argv(const char *container, bool have_pct, char *buf, size_t le
 /* The runtime's client as an argv (from its environment variable), with
  * room for extra words; 0 or -EINVAL. words points into buf. */
 int gs_runtime_argv(const char *runtime, char *buf, size_t len, const char **words, size_t max, size_t *n);
+
+/* A process supervisor's control tool (proc/supervised.h) as an argv:
+ * what it says the program's PID is, whether it is up, its stop (waiting
+ * up to wait_ms, then killing where the tool can: sv force-stop; s6-svc
+ * waits only, GS_SUP_VERB_KILL kills), its start. runtime is "supervisord",
+ * "runit" or "s6"; control_opt/control supervisorctl's "-c FILE" or "-s
+ * URL". Words point into buf and the arguments; argv has room for 12.
+ * Returns the number of words, or -EINVAL. */
+enum gs_sup_verb {
+	GS_SUP_VERB_PID,
+	GS_SUP_VERB_STATUS,
+	GS_SUP_VERB_STOP,
+	GS_SUP_VERB_KILL,
+	GS_SUP_VERB_START,
+};
+int gs_supervisor_argv(const char *runtime, const char *control_opt, const char *control, const char *name,
+		       enum gs_sup_verb verb, uint64_t wait_ms, char *buf, size_t len, const char **argv, size_t max);
 
 #endif

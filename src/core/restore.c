@@ -1,6 +1,7 @@
 /* Starting again what reclaims stopped; see restore.h. */
 #include "core/restore.h"
 #include "core/restarter.h"
+#include "proc/supervised.h"
 #include "util/audit.h"
 #include "util/spawn.h"
 #include "util/util.h"
@@ -60,6 +61,12 @@ static int build_argv(const struct gs_stopped_rec *r, bool have_pct, bool start,
 	size_t n = 0;
 	int k;
 
+	if (r->kind == GS_STOPPED_SUPERVISED) {
+		int w = gs_supervisor_argv(r->runtime, r->control_opt, r->control, r->name,
+					   start ? GS_SUP_VERB_START : GS_SUP_VERB_STATUS, 0, buf, len, argv, max);
+
+		return w < 0 ? w : 0;
+	}
 	if (r->kind == GS_STOPPED_CONTAINER) {
 		if (gs_runtime_argv(r->runtime, buf, len, argv, max - 6, &n) < 0)
 			return -EINVAL;
@@ -204,6 +211,14 @@ static void read_container_inspect(struct gs_restore_item *it, char *text)
 		it->inactive_since = finished_at_seconds(gs_strstrip(sp));
 }
 
+/* A supervised program's status from its tool: "running" or "stopped". */
+static void read_supervised_status(struct gs_restore_item *it, const char *text)
+{
+	int up = gs_sup_parse_up(gs_sup_kind_from_str(it->rec.runtime), text);
+
+	gs_strlcpy(it->state_now, up == 1 ? "running" : up == 0 ? "stopped" : "", sizeof(it->state_now));
+}
+
 /* Is it running now? Fills state_now ("" when the manager could not say:
  * then restore tries the start, and the start says what is wrong). */
 static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeout_ms)
@@ -222,8 +237,21 @@ static void check_now(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 
 		if (it->rec.kind == GS_STOPPED_CONTAINER)
 			read_container_inspect(it, v);
+		else if (it->rec.kind == GS_STOPPED_SUPERVISED)
+			read_supervised_status(it, v);
 		else
 			read_unit_show(it, v);
+	} else if (!rr.timed_out && !rr.interrupted && it->rec.kind == GS_STOPPED_SUPERVISED) {
+		/* supervisorctl status exits 3 for a program that is not
+		 * running; "no such process": removed from its config; sv: no
+		 * service directory any more. */
+		const char *all = rr.out && rr.out[0] ? rr.out : rr.err ? rr.err : "";
+
+		if (strcasestr(all, "no such process") || strstr(all, "unable to change to service directory") ||
+		    (rr.err && strstr(rr.err, "unable to change to service directory")))
+			it->gone = true;
+		else if (rr.out)
+			read_supervised_status(it, gs_strstrip(rr.out));
 	} else if (!rr.timed_out && !rr.interrupted && it->rec.kind == GS_STOPPED_CONTAINER && rr.exit_code != 0 &&
 		   rr.err && strcasestr(rr.err, "no such")) {
 		/* docker's "No such object", podman's "no such container":
@@ -263,7 +291,8 @@ static void decide(struct gs_restore *rs, bool have_pct, uint64_t timeout_ms)
 			it->outcome = GS_RESTORE_GONE;
 			snprintf(it->error, sizeof(it->error),
 				 "its manager has no such %s any more (transient, or removed since): record dropped",
-				 it->rec.kind == GS_STOPPED_UNIT ? "unit" : "container");
+				 it->rec.kind == GS_STOPPED_UNIT ? "unit" : it->rec.kind == GS_STOPPED_SUPERVISED ? "program"
+				 : "container");
 			continue;
 		}
 		/* Went inactive (a container: exited) after the reclaim's stop
@@ -322,7 +351,7 @@ static void start_one(struct gs_restore_item *it, bool have_pct, uint64_t timeou
 		gs_run_result_free(&rr);
 	}
 	gs_audit_start(it->rec.kind == GS_STOPPED_UNIT ? "unit" : it->rec.runtime,
-		       it->rec.kind == GS_STOPPED_UNIT ? it->rec.name : it->rec.id, it->rec.container, it->exit_code);
+		       it->rec.kind == GS_STOPPED_CONTAINER ? it->rec.id : it->rec.name, it->rec.container, it->exit_code);
 }
 
 /* The records that stay: what was not started (failed, or never tried). */

@@ -1,6 +1,8 @@
 #include "core/stop.h"
 #include "core/restarter.h"
 #include "proc/pidref.h"
+#include "proc/procinfo.h"
+#include "proc/supervised.h"
 #include "util/audit.h"
 #include "util/fdlimit.h"
 #include "util/spawn.h"
@@ -447,6 +449,151 @@ static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_op
 	gs_audit_container(u->runtime, u->unit, ur->exit_code);
 }
 
+/* A supervised program's stop went through when the tool says it is down
+ * (runit's force-stop says "kill:" with a non-zero status when it had to
+ * SIGKILL: down all the same). */
+static bool supervised_stop_done(enum gs_sup_kind k, const struct gs_run_result *rr)
+{
+	const char *out = rr->out ? rr->out : "";
+
+	if (rr->timed_out || rr->interrupted)
+		return false;
+	if (k == GS_SUP_SUPERVISORD)
+		return rr->exit_code == 0 && strstr(out, ": stopped") && !strstr(out, "ERROR");
+	if (k == GS_SUP_RUNIT)
+		return rr->exit_code == 0 || gs_startswith(out, "kill: ");
+	return rr->exit_code == 0;
+}
+
+/* A program of supervisord, runit or s6, stopped through the supervisor's
+ * tool so that it stays stopped, only while the tool names the process the
+ * plan found as that program (the PID, with its start time unchanged): a
+ * name from an environment or a directory is a claim, and another program
+ * of that name (a config reloaded since) is not ours to stop. Anything
+ * that fails leaves its processes to the ladder and the respawn watch. */
+static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const struct gs_stop_opts *o,
+			    uint64_t units_end, struct gs_unit_result *ur)
+{
+	enum gs_sup_kind k = gs_sup_kind_from_str(u->runtime);
+	const char *argv[16];
+	char buf[64];
+	struct gs_run_result rr;
+	struct gs_pidstat now;
+	uint64_t t0 = gs_now_ms(), timeout_ms;
+	bool capped;
+	pid_t pid = 0;
+	int r;
+
+	ur->exit_code = -1;
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
+		return;
+	}
+	if (gs_supervisor_argv(u->runtime, u->control_opt, u->control, u->unit, GS_SUP_VERB_PID, 0, buf, sizeof(buf),
+			       argv, GS_ARRAY_SIZE(argv)) < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: no usable %s command", u->runtime);
+		return;
+	}
+	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	if (r < 0) {
+		snprintf(ur->error, sizeof(ur->error), "not stopped: cannot run %s: %s", argv[0], strerror(-r));
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	/* supervisorctl pid exits 7 for a program that is not running: its
+	 * "0" is an answer too. */
+	if (rr.timed_out || rr.interrupted || !rr.out || gs_sup_parse_pid(k, rr.out, &pid) < 0) {
+		char *nl = rr.err ? strchr(rr.err, '\n') : NULL;
+
+		if (nl)
+			*nl = '\0';
+		snprintf(ur->error, sizeof(ur->error), "not stopped: %s %s%s%.200s", argv[0],
+			 rr.interrupted ? "was interrupted" : rr.timed_out ? "timed out" : "gave no PID",
+			 rr.err && rr.err[0] ? ": " : "", rr.err ? rr.err : "");
+		gs_run_result_free(&rr);
+		if (capped && gs_now_ms() >= units_end)
+			unit_out_of_time(o, ur);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	gs_run_result_free(&rr);
+	if (pid != u->main_pid || gs_pidstat_read(proc_fd, pid, &now) < 0 || now.starttime != u->main_starttime) {
+		if (pid)
+			snprintf(ur->error, sizeof(ur->error),
+				 "not stopped: %.20s's %.150s is PID %d, not PID %d where the processes are", u->runtime,
+				 u->unit, (int)pid, (int)u->main_pid);
+		else
+			snprintf(ur->error, sizeof(ur->error), "not stopped: %.20s says %.150s is not running",
+				 u->runtime, u->unit);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	gs_strlcpy(ur->state_before, "running", sizeof(ur->state_before));
+	timeout_ms = unit_command_timeout(o, units_end, &capped);
+	if (timeout_ms == 0) {
+		unit_out_of_time(o, ur);
+		ur->took_ms = gs_now_ms() - t0;
+		return;
+	}
+	/* The tool's own wait is gpuslate's grace, within what is left. */
+	{
+		uint64_t wait_ms = o->grace_ms < timeout_ms ? o->grace_ms : timeout_ms;
+
+		(void)gs_supervisor_argv(u->runtime, u->control_opt, u->control, u->unit, GS_SUP_VERB_STOP, wait_ms,
+					 buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv));
+		argv_text(argv, ur->command, sizeof(ur->command));
+		r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+		if (r == 0 && k == GS_SUP_S6 && !supervised_stop_done(k, &rr) && !rr.interrupted &&
+		    rr.exit_code == 99) {
+			/* s6-svc waited the grace out (99: timed out); the
+			 * service is wanted down, and SIGKILL is the ladder's
+			 * next step anyway: s6-supervise sends it. */
+			uint64_t left = unit_command_timeout(o, units_end, &capped);
+
+			gs_run_result_free(&rr);
+			if (left == 0) {
+				unit_out_of_time(o, ur);
+				ur->took_ms = gs_now_ms() - t0;
+				return;
+			}
+			(void)gs_supervisor_argv(u->runtime, u->control_opt, u->control, u->unit, GS_SUP_VERB_KILL,
+						 o->kill_wait_ms ? o->kill_wait_ms : 5000, buf, sizeof(buf), argv,
+						 GS_ARRAY_SIZE(argv));
+			argv_text(argv, ur->command, sizeof(ur->command));
+			r = gs_spawn_run_interruptible((char *const *)argv, left, 4096, o->interrupted, &rr);
+		}
+	}
+	ur->took_ms = gs_now_ms() - t0;
+	ur->stopped_at = (int64_t)time(NULL);
+	if (r < 0) {
+		snprintf(ur->error, sizeof(ur->error), "cannot run %s: %s", argv[0], strerror(-r));
+		gs_audit_supervised(u->runtime, u->unit, -1);
+		return;
+	}
+	ur->exit_code = rr.timed_out || rr.interrupted ? -1 : rr.exit_code;
+	ur->timed_out = rr.timed_out;
+	ur->stopped = supervised_stop_done(k, &rr);
+	if (rr.interrupted) {
+		snprintf(ur->error, sizeof(ur->error), "interrupted");
+	} else if (rr.timed_out) {
+		ur->out_of_time = capped;
+		snprintf(ur->error, sizeof(ur->error), "timed out after %.1f s", timeout_ms / 1000.0);
+	} else if (!ur->stopped) {
+		const char *why = rr.err && rr.err[0] ? rr.err : rr.out ? rr.out : "";
+		char *nl;
+
+		gs_strlcpy(ur->error, why, sizeof(ur->error));
+		nl = strchr(ur->error, '\n');
+		if (nl)
+			*nl = '\0';
+		if (!ur->error[0])
+			snprintf(ur->error, sizeof(ur->error), "exit status %d", rr.exit_code);
+	}
+	gs_audit_supervised(u->runtime, u->unit, ur->stopped ? 0 : ur->exit_code ? ur->exit_code : 1);
+	gs_run_result_free(&rr);
+}
+
 
 static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
 		      struct gs_unit_result *ur)
@@ -605,7 +752,9 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			any |= active[i] && p->targets[i].unit == (int)u;
 		if (!any)
 			continue;
-		if (p->units[u].runtime[0])
+		if (gs_unit_stop_is_supervised(&p->units[u]))
+			stop_supervised(&p->units[u], proc_fd, o, units_end, &r->units[u]);
+		else if (p->units[u].runtime[0])
 			stop_container(&p->units[u], o, units_end, &r->units[u]);
 		else
 			stop_unit(&p->units[u], o, units_end, &r->units[u]);
@@ -694,7 +843,8 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 				pr->outcome = pr->sent & GS_SENT_KILL ? GS_OUT_KILLED
 					      : pr->sent & GS_SENT_TERM ? GS_OUT_EXITED_TERM
 					      : (p->targets[i].action == GS_ACT_STOP_UNIT ||
-						 p->targets[i].action == GS_ACT_STOP_CONTAINER) &&
+						 p->targets[i].action == GS_ACT_STOP_CONTAINER ||
+						 p->targets[i].action == GS_ACT_STOP_SUPERVISED) &&
 							r->units[p->targets[i].unit].stopped ? GS_OUT_STOPPED_WITH_UNIT
 					      : GS_OUT_ALREADY_GONE;
 				pr->exited_ms = since_ms(r);

@@ -14,7 +14,7 @@
 
 const char *gs_stopped_kind_str(enum gs_stopped_kind k)
 {
-	return k == GS_STOPPED_CONTAINER ? "container" : "unit";
+	return k == GS_STOPPED_CONTAINER ? "container" : k == GS_STOPPED_SUPERVISED ? "supervised" : "unit";
 }
 
 const char *gs_stopped_path(char *buf, size_t len)
@@ -96,6 +96,29 @@ static int get_time(json_t *o, const char *key, int64_t *ret, char *err, size_t 
 	return 0;
 }
 
+/* A supervised program's record: a name and a way to reach the tool that
+ * gpuslate would have used (proc/supervised.h), nothing else. */
+static bool supervised_rec_ok(const struct gs_stopped_rec *r)
+{
+	if (r->id[0] || r->container[0])
+		return false;
+	if (!strcmp(r->runtime, "supervisord")) {
+		if (!gs_stopped_name_ok(r->name, sizeof(r->name)) || !strchr(r->name, ':'))
+			return false;
+		if (!strcmp(r->control_opt, "-c"))
+			return r->control[0] == '/';
+		if (!strcmp(r->control_opt, "-s"))
+			return (gs_startswith(r->control, "unix:///") || gs_startswith(r->control, "http://")) &&
+			       !strchr(r->control, ' ');
+		return false;
+	}
+	if (strcmp(r->runtime, "runit") && strcmp(r->runtime, "s6"))
+		return false;
+	/* A service directory: absolute, no way up out of it. */
+	return r->name[0] == '/' && !strstr(r->name, "/../") && !gs_endswith(r->name, "/..") && !r->control_opt[0] &&
+	       !r->control[0];
+}
+
 static int parse_record(json_t *o, size_t idx, struct gs_stopped_rec *r, char *err, size_t errlen)
 {
 	char kind[16];
@@ -113,6 +136,8 @@ static int parse_record(json_t *o, size_t idx, struct gs_stopped_rec *r, char *e
 	    get_str(o, "container", false, r->container, sizeof(r->container), err, errlen, idx) < 0 ||
 	    get_str(o, "state_before", false, r->state_before, sizeof(r->state_before), err, errlen, idx) < 0 ||
 	    get_str(o, "enabled_before", false, r->enabled_before, sizeof(r->enabled_before), err, errlen, idx) < 0 ||
+	    get_str(o, "control_option", false, r->control_opt, sizeof(r->control_opt), err, errlen, idx) < 0 ||
+	    get_str(o, "control", false, r->control, sizeof(r->control), err, errlen, idx) < 0 ||
 	    get_time(o, "stopped_at", &r->stopped_at, err, errlen, idx) < 0)
 		return -EINVAL;
 	rc = json_object_get(o, "reclaim");
@@ -153,6 +178,13 @@ static int parse_record(json_t *o, size_t idx, struct gs_stopped_rec *r, char *e
 		if ((strcmp(r->runtime, "docker") && strcmp(r->runtime, "podman")) || r->container[0] ||
 		    !gs_stopped_name_ok(r->id, sizeof(r->id)) || (r->name[0] && !gs_stopped_name_ok(r->name, sizeof(r->name)))) {
 			gs_seterr(err, errlen, "record %zu: not a docker or podman container gpuslate could have stopped",
+				  idx + 1);
+			return -EINVAL;
+		}
+	} else if (!strcmp(kind, "supervised")) {
+		r->kind = GS_STOPPED_SUPERVISED;
+		if (!supervised_rec_ok(r)) {
+			gs_seterr(err, errlen, "record %zu: not a supervisord, runit or s6 program gpuslate could have stopped",
 				  idx + 1);
 			return -EINVAL;
 		}
@@ -290,6 +322,10 @@ int gs_stopped_save(const char *path, const struct gs_stopped *s)
 		json_object_set_new(o, "runtime", json_string(x->runtime));
 		json_object_set_new(o, "name", str_or_null(x->name));
 		json_object_set_new(o, "id", str_or_null(x->id));
+		if (x->kind == GS_STOPPED_SUPERVISED) {
+			json_object_set_new(o, "control_option", str_or_null(x->control_opt));
+			json_object_set_new(o, "control", str_or_null(x->control));
+		}
 		{
 			unsigned uid;
 			bool user = gs_unit_scope_is_user(x->container, &uid);

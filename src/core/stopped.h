@@ -30,11 +30,14 @@
 enum gs_stopped_kind {
 	GS_STOPPED_UNIT,       /* a systemd unit (runtime "systemd") */
 	GS_STOPPED_CONTAINER,  /* a docker or podman container */
+	/* a program of a process supervisor (runtime "supervisord", "runit"
+	 * or "s6"): name is GROUP:NAME or the service directory */
+	GS_STOPPED_SUPERVISED,
 };
 
 struct gs_stopped_rec {
 	enum gs_stopped_kind kind;
-	char runtime[16];        /* "systemd", "docker" or "podman" */
+	char runtime[16];        /* "systemd", "docker", "podman", "supervisord", "runit", "s6" */
 	char name[256];          /* unit name; container name ("" unknown) */
 	char id[128];            /* container id; "" for a unit */
 	char container[64];      /* LXC/Proxmox CT of a unit inside one; "" on the host */
@@ -47,6 +50,10 @@ struct gs_stopped_rec {
 	 * never changes whether a unit is enabled (reclaim does not either). */
 	char state_before[32];
 	char enabled_before[32];
+	/* supervisord's: how supervisorctl reaches it ("-c" FILE or "-s"
+	 * URL); "" for the others. */
+	char control_opt[4];
+	char control[1024];
 };
 
 struct gs_stopped {

@@ -74,14 +74,14 @@ static void describe_respawn(int proc_fd, const struct gs_verify_opts *o, const 
 		    !strcmp(oh->info.owner.unit, ow->unit)) {
 			snprintf(rs->by, sizeof(rs->by), "%s %.150s%s%.150s", gs_owner_kind_str(ow->kind), ow->name,
 				 ow->unit[0] ? ": " : "", ow->unit);
-			if (t->restarter >= 0 && op->restarters[t->restarter].kind != GS_RESTARTER_PARENT)
+			if (t->restarter >= 0 && !gs_restarter_is_process(&op->restarters[t->restarter]))
 				gs_strlcpy(rs->stop_with, op->restarters[t->restarter].stop_with, sizeof(rs->stop_with));
 			return;
 		}
 		if (oh && oh->info_ok && oh->info.st.ppid == h->info.st.ppid && h->info.st.ppid > 1) {
 			parent_comm(proc_fd, b, h->info.st.ppid, pc, sizeof(pc));
 			snprintf(rs->by, sizeof(rs->by), "parent %d (%s)", (int)h->info.st.ppid, pc);
-			if (t->restarter >= 0 && op->restarters[t->restarter].kind == GS_RESTARTER_PARENT &&
+			if (t->restarter >= 0 && gs_restarter_is_process(&op->restarters[t->restarter]) &&
 			    op->restarters[t->restarter].pid == h->info.st.ppid)
 				gs_strlcpy(rs->stop_with, op->restarters[t->restarter].stop_with, sizeof(rs->stop_with));
 			return;

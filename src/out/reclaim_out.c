@@ -70,6 +70,12 @@ static void action_text(const struct gs_plan *p, const struct gs_target *t, char
 		/* the id comes from a cgroup path: escaped */
 		snprintf(buf, len, "%s stop %.12s", p->units[t->unit].runtime, GS_SAFE(p->units[t->unit].unit));
 		break;
+	case GS_ACT_STOP_SUPERVISED:
+		/* names come from an environment or a directory: escaped */
+		snprintf(buf, len, "stop %s %s %.200s", p->units[t->unit].runtime,
+			 strcmp(p->units[t->unit].runtime, "supervisord") ? "service" : "program",
+			 GS_SAFE(p->units[t->unit].unit));
+		break;
 	case GS_ACT_SIGNAL_GROUP:
 		snprintf(buf, len, "signal process group %d", (int)t->pid);
 		break;
@@ -182,6 +188,9 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			else if (rs->kind == GS_RESTARTER_CONTAINER)
 				snprintf(who, sizeof(who), "%s container %.12s, --restart=%.60s", rs->runtime,
 					 GS_SAFE(rs->name), GS_SAFE(rs->policy));
+			else if (rs->kind == GS_RESTARTER_SUPERVISOR)
+				snprintf(who, sizeof(who), "%s %d, its %s %.250s", rs->runtime, (int)rs->pid,
+					 strcmp(rs->runtime, "supervisord") ? "service" : "program", GS_SAFE(rs->name));
 			else
 				snprintf(who, sizeof(who), "Kubernetes pod %.64s", GS_SAFE(rs->name));
 			fprintf(f, "  %s restarts %s: %s", who, pids, gs_restarter_handling_str(rs->handling));
@@ -307,7 +316,8 @@ static void summary_raw(const struct gs_reclaim_report *r, char *buf, size_t len
 		for (size_t u = 0; r->stop && u < r->stop->n_units && off + 64 < len; u++)
 			if ((r->stop->units[u].command[0] || r->stop->units[u].error[0]) && !r->stop->units[u].stopped)
 				off += (size_t)snprintf(buf + off, len - off, "; %s %.100s not stopped %s%s, its processes signalled",
-							r->plan->units[u].runtime[0] ? "container" : "unit",
+							gs_unit_stop_is_supervised(&r->plan->units[u]) ? "program"
+							: r->plan->units[u].runtime[0] ? "container" : "unit",
 							r->plan->units[u].unit,
 							r->stop->units[u].out_of_time ? "within --timeout" : "through its ",
 							r->stop->units[u].out_of_time ? ""
@@ -403,7 +413,9 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			 * text all come from outside: escaped */
 			/* a container stopped through its runtime: "docker container ID" */
 			const char *what = p->units[u].runtime[0] ? p->units[u].runtime : "unit";
-			const char *kind = p->units[u].runtime[0] ? " container" : "";
+			const char *kind = !p->units[u].runtime[0] ? ""
+					   : !gs_unit_stop_is_supervised(&p->units[u]) ? " container"
+					   : strcmp(p->units[u].runtime, "supervisord") ? " service" : " program";
 
 			if (!ur->command[0])
 				fprintf(f, "  %s%s %s: %s; its processes are signalled\n", what, kind,
@@ -614,7 +626,7 @@ static json_t *json_restarter(const struct gs_restarter *rs)
 
 	json_object_set_new(o, "kind", json_string(gs_restarter_kind_str(rs->kind)));
 	json_object_set_new(o, "name", gs_json_text(rs->name));
-	json_object_set_new(o, GS_JK_PID, rs->kind == GS_RESTARTER_PARENT || rs->pid > 0 ? json_integer(rs->pid)
+	json_object_set_new(o, GS_JK_PID, gs_restarter_is_process(rs) || rs->pid > 0 ? json_integer(rs->pid)
 										     : json_null());
 	json_set_unit_scope(o, rs->container);
 	json_object_set_new(o, "runtime", rs->runtime[0] ? json_string(rs->runtime) : json_null());

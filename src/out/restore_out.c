@@ -12,7 +12,10 @@
 
 void gs_restore_item_name(const struct gs_stopped_rec *r, char *buf, size_t len)
 {
-	if (r->kind == GS_STOPPED_CONTAINER)
+	if (r->kind == GS_STOPPED_SUPERVISED)
+		snprintf(buf, len, "%s %s %s", r->runtime, strcmp(r->runtime, "supervisord") ? "service" : "program",
+			 r->name);
+	else if (r->kind == GS_STOPPED_CONTAINER)
 		snprintf(buf, len, "%s container %s%s%.12s%s", r->runtime, r->name[0] ? r->name : "",
 			 r->name[0] ? " (" : "", r->id, r->name[0] ? ")" : "");
 	else {

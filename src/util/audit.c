@@ -44,6 +44,15 @@ void gs_audit_container(const char *runtime, const char *id, int exit_code)
 	       clean(id, ib, sizeof(ib)), clean(runtime, rb, sizeof(rb)), exit_code);
 }
 
+void gs_audit_supervised(const char *supervisor, const char *program, int exit_code)
+{
+	char sb[64], pb[1024];
+
+	audit_open();
+	syslog(LOG_NOTICE, "uid=%u stopped program=%s through %s: exit %d", (unsigned)getuid(),
+	       clean(program, pb, sizeof(pb)), clean(supervisor, sb, sizeof(sb)), exit_code);
+}
+
 void gs_audit_unit(const char *unit, const char *container, int exit_code)
 {
 	char ub[1024], cb[1024];

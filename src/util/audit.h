@@ -12,5 +12,7 @@ void gs_audit_unit(const char *unit, const char *container, int exit_code);
 void gs_audit_start(const char *what, const char *name, const char *container, int exit_code);
 /* A container stopped through its runtime (docker, podman). */
 void gs_audit_container(const char *runtime, const char *id, int exit_code);
+/* A program stopped through its process supervisor's tool. */
+void gs_audit_supervised(const char *supervisor, const char *program, int exit_code);
 
 #endif
