@@ -130,6 +130,10 @@ json_t *gs_json_restore(const struct gs_restore *rs)
 			json_object_set_new(o, "container", user ? json_null() : str_or_null(it->rec.container));
 			json_object_set_new(o, "user", user ? json_integer(uid) : json_null());
 		}
+		if (it->rec.kind == GS_STOPPED_SUPERVISED) {
+			json_object_set_new(o, "control_option", str_or_null(it->rec.control_opt));
+			json_object_set_new(o, "control", str_or_null(it->rec.control));
+		}
 		json_object_set_new(o, "stopped_at", json_integer(it->rec.stopped_at));
 		json_object_set_new(rc, "started_at", json_integer(it->rec.reclaim_at));
 		json_object_set_new(rc, GS_JK_REASON, str_or_null(it->rec.reason));

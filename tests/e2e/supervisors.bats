@@ -144,6 +144,27 @@ sd_pid() { supervisorctl -c "$SD_CONF" pid "$1" 2>/dev/null; }
 	[ "$took" -lt 20000 ] || { echo "took $took ms" >&2; false; }
 }
 
+@test "supervisors: a program name that supervisord says is another process is never stopped through the tool" {
+	sd_start
+	# The name is a claim: here supervisorctl says llm:llm runs as PID 1
+	# (a config reloaded since, another program of that name).
+	cat >"$GS_BIN/supervisorctl" <<-EOF
+		#!/bin/sh
+		echo "\$*" >>"$BATS_TEST_TMPDIR/ctl.calls"
+		case " \$* " in
+		*" pid "*) echo 1; exit 0 ;;
+		esac
+		exec /usr/bin/supervisorctl "\$@"
+	EOF
+	chmod +x "$GS_BIN/supervisorctl"
+
+	run --separate-stderr gs reclaim -y --json
+	assert_eq "$(jqo '.units[0] | "\(.stopped) \(.command)"')" "false null" "the stop"
+	assert_match "$(jqo '.units[0].error')" "supervisord's llm:llm is PID 1, not PID $LLM" "why not"
+	assert_no_match "$(cat "$BATS_TEST_TMPDIR/ctl.calls")" " stop " "supervisorctl stop was never run"
+	assert_eq "$(sd_state web)" RUNNING "the other program"
+}
+
 @test "supervisors: a process that claims supervisord's environment under a forged 'supervisord' is no supervised program" {
 	# comm and argv[0] say supervisord; the executable is bash.
 	mkdir -p "$GS_BIN/forged"

@@ -17,6 +17,7 @@
 #include "core/restarter.h"
 #include "core/snapshot.h"
 #include "proc/owner.h"
+#include "proc/supervised.h"
 #include "util/util.h"
 
 #define MIB GS_MIB
@@ -44,6 +45,8 @@ struct world {
 	struct gs_plan plan;
 	/* The managers' answers. */
 	const char *unit_restart, *unit_cgroup, *container_policy;
+	/* The process supervisor found above a pid (kind NONE: none). */
+	struct gs_supervised sup;
 	int unit_queries;
 };
 
@@ -187,12 +190,24 @@ static int container_policy(void *ud, const char *runtime, const char *id, char 
 	return 0;
 }
 
+/* The supervisor of pid: w->sup for its program and what runs below it. */
+static int supervised(void *ud, const struct gs_ptable *pt, pid_t pid, struct gs_supervised *ret)
+{
+	struct world *w = ud;
+
+	if (w->sup.kind == GS_SUP_NONE ||
+	    (pid != w->sup.main_pid && !gs_ptable_is_ancestor(pt, w->sup.main_pid, pid)))
+		return 0;
+	*ret = w->sup;
+	return 1;
+}
+
 static void plan(struct world *w, const char *gpus, bool include_parent)
 {
 	struct gs_restarter_env env = {
 		.self = SELF, .include_parent = include_parent, .unit_props = unit_props, .unit_ud = w,
 		.container_policy = container_policy, .container_ud = w, .read_cmdline = read_cmdline, .read_stdin = read_stdin,
-		.read_cgroup = read_cgroup, .ud = w,
+		.read_cgroup = read_cgroup, .supervised = supervised, .supervised_ud = w, .ud = w,
 	};
 	char err[256] = "";
 
@@ -547,6 +562,91 @@ static void test_next_property(void **state)
 	assert_false(gs_next_property(&cur, &k, &v));
 }
 
+/* supervisord as a systemd unit (supervisor.service) runs a GPU program:
+ * the program is stopped through supervisorctl, never the unit that would
+ * stop every program; with a holder below it that the selection leaves
+ * alone, nothing of it is stopped through the tool (or the unit), and
+ * supervisord is watched, never taken with --include-parent. */
+static void test_a_supervisord_program_is_stopped_through_supervisorctl(void **state)
+{
+	struct world *w = new_world();
+
+	(void)state;
+	proc(w, 300, 1, "supervisord", "/usr/bin/python3 /usr/bin/supervisord -n", "/dev/null",
+	     "0::/system.slice/supervisor.service\n");
+	proc(w, 301, 300, "bash", "bash run.sh", "/dev/null", "0::/system.slice/supervisor.service\n");
+	holder(w, 302, 301, "python3", "0::/system.slice/supervisor.service\n", 0, 4096);
+	w->unit_restart = "on-failure";
+	w->unit_cgroup = "/system.slice/supervisor.service";
+	w->sup = (struct gs_supervised){ .kind = GS_SUP_SUPERVISORD, .sup_pid = 300, .sup_starttime = 3000,
+					 .main_pid = 301, .main_starttime = 3010, .name = "llm:llm", .control_opt = "-c",
+					 .control = "/etc/supervisor/supervisord.conf" };
+	plan(w, "0", true);
+	assert_int_equal(w->plan.n_targets, 1);
+	assert_int_equal(w->plan.targets[0].action, GS_ACT_STOP_SUPERVISED);
+	assert_int_equal(w->plan.n_units, 1);
+	assert_string_equal(w->plan.units[w->plan.targets[0].unit].runtime, "supervisord");
+	assert_string_equal(w->plan.units[w->plan.targets[0].unit].unit, "llm:llm");
+	assert_int_equal(w->plan.units[w->plan.targets[0].unit].main_pid, 301);
+	assert_int_equal(restarter_of(w, 302)->kind, GS_RESTARTER_SUPERVISOR);
+	assert_int_equal(restarter_of(w, 302)->handling, GS_HANDLE_SUPERVISOR_STOP);
+	assert_int_equal(restarter_of(w, 302)->pid, 300);
+	assert_string_equal(restarter_of(w, 302)->stop_with,
+			    "supervisorctl -c /etc/supervisor/supervisord.conf stop llm:llm");
+	gs_plan_free(&w->plan);
+
+	/* A second holder of the program, on GPU 1, not selected. */
+	holder(w, 303, 301, "python3", "0::/system.slice/supervisor.service\n", 1, 1024);
+	plan(w, "0", true);
+	assert_int_equal(w->plan.n_targets, 1);
+	assert_int_equal(w->plan.targets[0].pid, 302);
+	assert_int_equal(w->plan.targets[0].action, GS_ACT_SIGNAL);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(restarter_of(w, 302)->kind, GS_RESTARTER_SUPERVISOR);
+	assert_int_equal(restarter_of(w, 302)->handling, GS_HANDLE_WATCHED);
+	free_world(w);
+}
+
+/* What the control tools print, read as they write it. */
+static void test_supervisor_tool_outputs(void **state)
+{
+	pid_t pid;
+	char buf[64];
+	static const char argv[] = "/usr/bin/python3\0/usr/bin/supervisord\0-n\0-c\0/etc/sd.conf\0";
+	static const char argv2[] = "supervisord\0--configuration=rel.conf\0";
+	static const char argv3[] = "supervisord\0-c\0";
+	static const char env[] = "PATH=/bin\0SUPERVISOR_PROCESS_NAME=llm\0SUPERVISOR_GROUP_NAME=grp\0";
+
+	(void)state;
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_SUPERVISORD, "3411\n", &pid), 0);
+	assert_int_equal(pid, 3411);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_SUPERVISORD, "0\n", &pid), 0);
+	assert_int_equal(pid, 0);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_SUPERVISORD, "No such process x:x\n", &pid), -EINVAL);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_RUNIT, "run: /etc/sv/llm: (pid 3662) 1s; run: log: (pid 3660) 1s\n", &pid), 0);
+	assert_int_equal(pid, 3662);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_RUNIT, "down: /etc/sv/llm: 0s, normally up; run: log: (pid 3660) 9s\n", &pid), 0);
+	assert_int_equal(pid, 0);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_RUNIT, "fail: /x: unable to change to service directory\n", &pid), -EINVAL);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_S6, "3702\n", &pid), 0);
+	assert_int_equal(pid, 3702);
+	assert_int_equal(gs_sup_parse_pid(GS_SUP_S6, "-1\n", &pid), 0);
+	assert_int_equal(pid, 0);
+	assert_int_equal(gs_sup_parse_up(GS_SUP_SUPERVISORD, "llm   RUNNING   pid 3547, uptime 0:00:00\n"), 1);
+	assert_int_equal(gs_sup_parse_up(GS_SUP_SUPERVISORD, "llm   STOPPED   Dec 06 03:56 PM\n"), 0);
+	assert_int_equal(gs_sup_parse_up(GS_SUP_RUNIT, "down: /etc/sv/llm: 0s, normally up\n"), 0);
+	assert_int_equal(gs_sup_parse_up(GS_SUP_S6, "true\n"), 1);
+	assert_int_equal(gs_supervisord_config_arg(argv, sizeof(argv) - 1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/etc/sd.conf");
+	assert_int_equal(gs_supervisord_config_arg(argv2, sizeof(argv2) - 1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "rel.conf");
+	assert_int_equal(gs_supervisord_config_arg(argv3, sizeof(argv3) - 1, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(gs_supervisord_config_arg("supervisord\0-n\0", 15, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(gs_environ_get(env, sizeof(env) - 1, "SUPERVISOR_GROUP_NAME", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "grp");
+	assert_int_equal(gs_environ_get(env, sizeof(env) - 1, "SUPERVISOR_ENABLED", buf, sizeof(buf)), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +663,8 @@ int main(void)
 		cmocka_unit_test(test_kubernetes_pod_is_reported_never_acted_on),
 		cmocka_unit_test(test_a_parent_that_is_a_target_comes_before_its_children),
 		cmocka_unit_test(test_main_pid_makes_the_unit_main_rule_exact),
+		cmocka_unit_test(test_a_supervisord_program_is_stopped_through_supervisorctl),
+		cmocka_unit_test(test_supervisor_tool_outputs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
