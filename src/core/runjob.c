@@ -237,8 +237,9 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			continue;
 		/* A unit stop ends every process of the unit, including any the
 		 * guard would not touch: signal the intruder instead. A
-		 * container stop through its runtime stays (its restart policy
-		 * would undo a signal); the runtime's stop entries are kept,
+		 * container stop through its runtime, or a supervised program's
+		 * through its supervisor, stays (its restart policy would undo a
+		 * signal); the runtime's and supervisors' stop entries are kept,
 		 * renumbered, the unit stops dropped. */
 		plan.targets[keep] = *tg;
 		if (plan.targets[keep].action == GS_ACT_STOP_UNIT) {
@@ -255,11 +256,13 @@ static void guard(struct watch *w, const struct gs_snapshot *s, const struct gs_
 			bool used = false;
 
 			for (size_t t = 0; t < keep; t++)
-				used |= plan.targets[t].action == GS_ACT_STOP_CONTAINER && plan.targets[t].unit == (int)u;
+				used |= (plan.targets[t].action == GS_ACT_STOP_CONTAINER ||
+					 plan.targets[t].action == GS_ACT_STOP_SUPERVISED) && plan.targets[t].unit == (int)u;
 			if (!used || !plan.units[u].runtime[0])
 				continue;
 			for (size_t t = 0; t < keep; t++)
-				if (plan.targets[t].action == GS_ACT_STOP_CONTAINER && plan.targets[t].unit == (int)u)
+				if ((plan.targets[t].action == GS_ACT_STOP_CONTAINER ||
+				     plan.targets[t].action == GS_ACT_STOP_SUPERVISED) && plan.targets[t].unit == (int)u)
 					plan.targets[t].unit = (int)nu;
 			plan.units[nu++] = plan.units[u];
 		}
