@@ -11,3 +11,13 @@ for p in floor nvml_overhead drm_probe; do
 	cc -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O2 -Isrc -o "$D/bench/$p" "bench/gpu/$p.c" \
 		"$B/libgpuslate.a" -ldl -lpthread -lm
 done
+# supervisord and runit for bench/gpu/supervisors.sh, where the GPU machine
+# has neither: Debian's pure-Python supervisor package and runit's three
+# binaries (they need only the C library).
+if [ -d /usr/lib/python3/dist-packages/supervisor ]; then
+	mkdir -p "$D/sup/py" "$D/sup/bin"
+	cp -r /usr/lib/python3/dist-packages/supervisor "$D/sup/py/"
+	for t in runsvdir runsv sv; do
+		[ -x "/usr/bin/$t" ] && cp "/usr/bin/$t" "$D/sup/bin/"
+	done
+fi
