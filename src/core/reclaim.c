@@ -543,9 +543,14 @@ static int build_watch(struct gs_reclaim *rc)
 	for (size_t i = 0; i < p->n_restarters; i++) {
 		const struct gs_restarter *rs = &p->restarters[i];
 
+		const struct gs_pidstat *ps;
+
 		if (!gs_restarter_is_process(rs))
 			continue;
-		r = watch_parent(w, rs->pid, rs->starttime, rs->name, rs->stop_with, true);
+		/* A supervisor's restarter is named by its program: the watch
+		 * names the process (supervisord, runsv). */
+		ps = rs->kind == GS_RESTARTER_SUPERVISOR ? gs_ptable_find(&rc->pt, rs->pid) : NULL;
+		r = watch_parent(w, rs->pid, rs->starttime, ps ? ps->comm : rs->name, rs->stop_with, true);
 		if (r < 0)
 			return r;
 	}

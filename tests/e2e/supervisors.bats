@@ -122,6 +122,8 @@ sd_pid() { supervisorctl -c "$SD_CONF" pid "$1" 2>/dev/null; }
 	# The fallback killed it, and supervisord did what it does.
 	wait_for 15 eval '[ "$(gpu_used 0)" = 2048 ]'
 	assert_eq "$(sd_state llm)" RUNNING "after the fallback"
+	assert_match "$(jqo .summary)" "respawned by parent $SD \\(supervisord\\), supervisorctl -c $SD_CONF stop llm:llm would stop it" \
+		summary
 }
 
 @test "supervisors: a supervisorctl that hangs is bounded by --timeout: not clean, nothing waits forever" {
