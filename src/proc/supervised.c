@@ -106,7 +106,8 @@ static int parse_pid_word(const char *s, pid_t *ret)
 		*ret = 0;
 		return 0;
 	}
-	return gs_parse_pid(word, ret);
+	/* "00", "-5", a number past any PID: not an answer. */
+	return gs_parse_pid(word, ret) < 0 ? -EINVAL : 0;
 }
 
 int gs_sup_parse_pid(enum gs_sup_kind k, const char *out, pid_t *ret)
