@@ -574,15 +574,46 @@ static void supervised_stop_with(const struct gs_supervised *sv, char *buf, size
 static bool supervised_stop_is_contained(const struct gs_plan *p, const struct gs_snapshot *s,
 					 const struct gs_ptable *pt, const struct gs_supervised *sv)
 {
+	const struct gs_pidstat *m = gs_ptable_find(pt, sv->main_pid);
+
+	if (!m)
+		return false;
 	for (size_t i = 0; s && i < s->n_holders; i++) {
 		const struct gs_holder *h = &s->holders[i];
+		const struct gs_pidstat *hs = gs_ptable_find(pt, h->pid);
 
-		if (!h->alive || (h->pid != sv->main_pid && !gs_ptable_is_ancestor(pt, sv->main_pid, h->pid)))
+		/* Below the program, or in its process group or session
+		 * (supervisord's stopasgroup/killasgroup signal the group; an
+		 * orphaned worker stays in it): its stop may end them. */
+		if (!h->alive || (h->pid != sv->main_pid && !gs_ptable_is_ancestor(pt, sv->main_pid, h->pid) &&
+				  !(hs && (hs->pgrp == m->pgrp || hs->session == m->session))))
 			continue;
 		if (!gs_plan_find_target(p, h->pid) || holds_outside(h, &p->gpus))
 			return false;
 	}
 	return true;
+}
+
+/* A program that serves the whole host (sshd, cron, a getty, a display
+ * manager: what gs_unit_is_infrastructure names for units), found above a
+ * GPU job in one of its sessions: never stopped for it. Also any program
+ * the job reached through a new session (a login under it). */
+static bool supervised_is_infrastructure(const struct gs_ptable *pt, const struct gs_supervised *sv)
+{
+	static const char *const hosts[] = { "sshd", "dropbear", "cron", "crond", "atd", "agetty", "getty", "login",
+					     "dbus-daemon", "slurmd", "munged", "dockerd", "containerd", "gdm",
+					     "sddm", "lightdm", "Xorg", "nv-hostengine", "nvidia-persistenced" };
+	const struct gs_pidstat *m = gs_ptable_find(pt, sv->main_pid);
+	const char *base = strrchr(sv->name, '/');
+	char unit[300];
+
+	if (!m)
+		return true;
+	for (size_t i = 0; i < GS_ARRAY_SIZE(hosts); i++)
+		if (!strcmp(m->comm, hosts[i]) || (base && !strcmp(base + 1, hosts[i])))
+			return true;
+	snprintf(unit, sizeof(unit), "%s.service", base ? base + 1 : sv->name);
+	return gs_unit_is_infrastructure(unit);
 }
 
 /* The stop entry of the program (one per program, whatever number of its
@@ -619,8 +650,12 @@ static int supervised_restarter(struct gs_plan *p, const struct gs_snapshot *s, 
 {
 	struct gs_target *t = &p->targets[i];
 	struct gs_restarter rs = { 0 };
+	/* As root, only a supervisor that runs as root: a user's runsv or
+	 * supervisord keeps its files where the user may point them at
+	 * another service's control pipe or socket. */
 	bool stop = !env->no_units && sv->main_pid != env->self && !gs_ptable_is_ancestor(pt, sv->main_pid, env->self) &&
-		    (!env->unprivileged || sv->sup_uid == env->uid) && supervised_stop_is_contained(p, s, pt, sv);
+		    (env->unprivileged ? sv->sup_uid == env->uid : sv->sup_uid == 0) &&
+		    !supervised_is_infrastructure(pt, sv) && supervised_stop_is_contained(p, s, pt, sv);
 	int ri, u;
 
 	rs.kind = GS_RESTARTER_SUPERVISOR;
