@@ -69,3 +69,27 @@ now() { date +%s.%N; }
 
 # secs T0 T1: elapsed seconds (no bc on the GPU machine).
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# used: MiB in use on GPU 0, as nvidia-smi (NVML, read on its own) says.
+used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n 1; }
+
+# wait_file F: until F exists (bounded, 120 s: CUDA init takes seconds).
+wait_file() {
+	for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# watch30: over the next 30 s, once a second, the most memory NVML shows and
+# the seconds until the GPU was first held above $IDLE (0: never), as
+# "MAX FIRST". The caller sets IDLE=$(used) first.
+watch30() {
+	local max=0 first=0 u t0
+	t0=$(now)
+	for _ in $(seq 30); do
+		u=$(used)
+		[ "$u" -gt "$max" ] && max=$u
+		[ "$first" = 0 ] && [ "$u" -gt "$((IDLE + 2))" ] && first=$(secs "$t0" "$(now)")
+		sleep 1
+	done
+	echo "$max $first"
+}

@@ -12,26 +12,7 @@ set -u
 OUTD=${1:-/tmp/gpuslate-restarters-args}
 mkdir -p "$OUTD"
 . bench/gpu/lib.sh
-used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n 1; }
 IDLE=$(used)
-
-watch30() {
-	local max=0 first=0 u t0
-	t0=$(now)
-	for _ in $(seq 30); do
-		u=$(used)
-		[ "$u" -gt "$max" ] && max=$u
-		# when the GPU was held again, seconds after the verdict
-		[ "$first" = 0 ] && [ "$u" -gt "$((IDLE + 2))" ] && first=$(secs "$t0" "$(now)")
-		sleep 1
-	done
-	echo "$max $first"
-}
-
-wait_file() {
-	for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 
 # scenario NAME OPTS SUPERVISOR_PID: reclaim, verdict, NVML for 30 s, then
 # the supervisor ended and the GPU cleaned for the next one.

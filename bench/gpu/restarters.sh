@@ -12,24 +12,7 @@ set -u
 OUTD=${1:-/tmp/gpuslate-restarters}
 mkdir -p "$OUTD"
 . bench/gpu/lib.sh
-used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n 1; }
 IDLE=$(used)
-
-# watch30: the most memory NVML shows over the next 30 s.
-watch30() {
-	local max=0 u
-	for _ in $(seq 30); do
-		u=$(used); [ "$u" -gt "$max" ] && max=$u
-		sleep 1
-	done
-	echo "$max"
-}
-
-# wait_file F: until F exists (bounded, 120 s: CUDA init takes seconds).
-wait_file() {
-	for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 
 # scenario NAME OPTS: the supervisor is already running and its holder
 # ready; reclaim with OPTS, record the verdict and what NVML shows after.
@@ -40,7 +23,7 @@ scenario() {
 	t1=$(now)
 	verdict=$(python3 -c "import json; print(json.load(open('$OUTD/$name$opts.json'))['verdict'])" 2>/dev/null)
 	summary=$(python3 -c "import json; print(json.load(open('$OUTD/$name$opts.json'))['summary'])" 2>/dev/null)
-	max=$(watch30)
+	read -r max _ <<<"$(watch30)"
 	if [ "$verdict" = clean ]; then
 		[ "$max" -le "$((IDLE + 2))" ] && agree=yes || agree=NO
 	else

@@ -11,13 +11,8 @@ set -u
 OUTD=${1:-/tmp/gpuslate-run}
 mkdir -p "$OUTD"
 . bench/gpu/lib.sh
-used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n 1; }
 IDLE=$(used)
 JOB=$PWD/bench/gpu/run_job.py
-wait_file() {
-	for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 # wait_grep FILE REGEX: until FILE has a line matching (bounded, 60 s).
 wait_grep() {
 	for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done

@@ -17,7 +17,6 @@ set -u
 OUTD=${1:-/tmp/gpuslate-supervisors}
 mkdir -p "$OUTD"
 . bench/gpu/lib.sh
-used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -n 1; }
 IDLE=$(used)
 SUP=$PWD/.devbuild/sup
 mkdir -p "$WORK/bin"
@@ -37,21 +36,6 @@ if ! command -v runsv >/dev/null && [ -x "$SUP/bin/runsv" ]; then
 fi
 export PATH=$WORK/bin:$PATH
 
-watch30() {
-	local max=0 first=0 u t0
-	t0=$(now)
-	for _ in $(seq 30); do
-		u=$(used)
-		[ "$u" -gt "$max" ] && max=$u
-		[ "$first" = 0 ] && [ "$u" -gt "$((IDLE + 2))" ] && first=$(secs "$t0" "$(now)")
-		sleep 1
-	done
-	echo "$max $first"
-}
-wait_file() {
-	for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 held_again() { # seconds until the GPU is held again (at most 60)
 	local t0 u
 	t0=$(now)

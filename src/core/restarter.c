@@ -1196,7 +1196,9 @@ int gs_supervisor_argv(const char *runtime, const char *control_opt, const char 
 			argv[n++] = "s6-svc";
 			argv[n++] = "-u";
 		} else {
-			snprintf(buf, len, "%llu", (unsigned long long)(wait_ms ? wait_ms : 1));
+			/* -T is an unsigned 32-bit count of ms. */
+			snprintf(buf, len, "%llu", (unsigned long long)(wait_ms == 0 ? 1 : wait_ms > 4000000000ULL
+									? 4000000000ULL : wait_ms));
 			argv[n++] = "s6-svc";
 			argv[n++] = "-wd";
 			argv[n++] = "-T";

@@ -209,6 +209,17 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 	}
 }
 
+/* A tool's output cut to its first line (s itself; NULL stays NULL): the
+ * reports give one line per failure. */
+static char *first_line(char *s)
+{
+	char *nl = s ? strchr(s, '\n') : NULL;
+
+	if (nl)
+		*nl = '\0';
+	return s;
+}
+
 /* The unit's manager's systemctl (gs_systemctl_argv) VERB [OPTIONS] --
  * UNIT; buf holds words. Returns 0 or -errno (a user without a passwd
  * entry: no manager to reach). */
@@ -298,10 +309,7 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 		return false;
 	}
 	if (rr.timed_out || rr.interrupted || rr.exit_code != 0) {
-		char *nl = rr.err ? strchr(rr.err, '\n') : NULL;
-
-		if (nl)
-			*nl = '\0';
+		first_line(rr.err);
 		snprintf(ur->error, sizeof(ur->error), "not stopped: '%.200s' %s%s%.200s", cmd,
 			 rr.interrupted ? "was interrupted" : rr.timed_out ? "timed out" : "failed",
 			 rr.err && rr.err[0] ? ": " : "", rr.err ? rr.err : "");
@@ -362,11 +370,7 @@ static void run_stop_command(const char *const *argv, const struct gs_stop_opts 
 		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms",
 			 (unsigned long long)timeout_ms);
 	else if (rr.exit_code != 0 && rr.err) {
-		char *nl = strchr(rr.err, '\n');
-
-		if (nl)
-			*nl = '\0';
-		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
+		gs_strlcpy(ur->error, first_line(rr.err), sizeof(ur->error));
 	}
 	ur->stopped = ur->exit_code == 0;
 	gs_run_result_free(&rr);
@@ -504,10 +508,7 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 	/* supervisorctl pid exits 7 for a program that is not running: its
 	 * "0" is an answer too. */
 	if (rr.timed_out || rr.interrupted || !rr.out || gs_sup_parse_pid(k, rr.out, &pid) < 0) {
-		char *nl = rr.err ? strchr(rr.err, '\n') : NULL;
-
-		if (nl)
-			*nl = '\0';
+		first_line(rr.err);
 		snprintf(ur->error, sizeof(ur->error), "not stopped: %s %s%s%.200s", argv[0],
 			 rr.interrupted ? "was interrupted" : rr.timed_out ? "timed out" : "gave no PID",
 			 rr.err && rr.err[0] ? ": " : "", rr.err ? rr.err : "");
@@ -581,12 +582,9 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 		snprintf(ur->error, sizeof(ur->error), "timed out after %.1f s", timeout_ms / 1000.0);
 	} else if (!ur->stopped) {
 		const char *why = rr.err && rr.err[0] ? rr.err : rr.out ? rr.out : "";
-		char *nl;
 
 		gs_strlcpy(ur->error, why, sizeof(ur->error));
-		nl = strchr(ur->error, '\n');
-		if (nl)
-			*nl = '\0';
+		first_line(ur->error);
 		if (!ur->error[0])
 			snprintf(ur->error, sizeof(ur->error), "exit status %d", rr.exit_code);
 	}
@@ -650,11 +648,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 	} else if (rr.timed_out)
 		snprintf(ur->error, sizeof(ur->error), "timed out after %llu ms", (unsigned long long)timeout_ms);
 	else if (rr.exit_code != 0 && rr.err) {
-		char *nl = strchr(rr.err, '\n');
-
-		if (nl)
-			*nl = '\0';
-		gs_strlcpy(ur->error, rr.err, sizeof(ur->error));
+		gs_strlcpy(ur->error, first_line(rr.err), sizeof(ur->error));
 	}
 	ur->stopped = ur->exit_code == 0;
 	ur->stopped_at = (int64_t)time(NULL);

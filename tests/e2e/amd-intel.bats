@@ -402,12 +402,7 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	id nobody >/dev/null 2>&1 || skip "no user nobody"
 	# nobody must reach the holder, the nodes and its ready file: only
 	# bats's own directories are opened (as faults.bats does).
-	local d=$BATS_TEST_TMPDIR
-	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
-		chmod o+rx "$d"
-		d=${d%/*}
-	done
-	chmod o+rx "$BATS_RUN_TMPDIR"
+	open_test_dirs
 	chmod o+w "$BATS_TEST_TMPDIR"
 	chmod -R o+rwX "$GS_HOST/dev"
 	install -m 0755 "$GS_HOLDER" "$GS_BIN/Xorg"

@@ -104,12 +104,7 @@ require_nobody() {
 	# Only bats's own directories (mktemp -d: 0700) are opened to others:
 	# nothing above them is changed (this walk went up to /, so a /tmp left
 	# 0700 became 0705). Where /tmp is closed, the check below skips.
-	local d=$BATS_TEST_TMPDIR
-	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
-		chmod o+rx "$d"
-		d=${d%/*}
-	done
-	chmod o+rx "$BATS_RUN_TMPDIR"
+	open_test_dirs
 	chmod -R o+rX "$GS_HOST"
 	as_nobody test -x "$GPUSLATE_BIN" -a -r "$GS_NVML" -a -r "$FAKE_NVML_STATE/gpus" ||
 		skip "user nobody cannot reach the build or the test directory"

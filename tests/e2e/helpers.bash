@@ -212,6 +212,18 @@ stays_for() {
 	done
 }
 
+# open_test_dirs: lets other users (nobody) into this test's directory:
+# only bats's own directories (mktemp -d: 0700) are opened, nothing above
+# them (a walk up to / once left /tmp 0705).
+open_test_dirs() {
+	local d=$BATS_TEST_TMPDIR
+	while [[ $d == "$BATS_RUN_TMPDIR"/* ]]; do
+		chmod o+rx "$d"
+		d=${d%/*}
+	done
+	chmod o+rx "$BATS_RUN_TMPDIR"
+}
+
 # ---- gpuslate ----------------------------------------------------------------
 
 # gpuslate under test; in the mount namespace of the test's systemd manager

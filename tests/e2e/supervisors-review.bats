@@ -3,38 +3,7 @@
 # s6). Real daemons, simulated GPU, as tests/e2e/supervisors.bats.
 
 load helpers
-
-holder_env() {
-	printf 'export FAKE_NVML_STATE=%q GPUSLATE_DEV_ROOT=%q GPUSLATE_NVIDIA_PROCFS=%q\n' \
-		"$FAKE_NVML_STATE" "$GPUSLATE_DEV_ROOT" "$GPUSLATE_NVIDIA_PROCFS"
-}
-
-# sd_conf PROGRAM-SECTIONS: a supervisord config of the test's own, with
-# the given program sections appended; sets SD_CONF.
-sd_conf() {
-	local d=$BATS_TEST_TMPDIR
-	SD_CONF=$d/supervisord.conf
-	cat >"$SD_CONF" <<-EOF
-		[unix_http_server]
-		file=$d/sd.sock
-		[supervisord]
-		nodaemon=true
-		logfile=$d/supervisord.log
-		pidfile=$d/supervisord.pid
-		childlogdir=$d
-		[rpcinterface:supervisor]
-		supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
-		[supervisorctl]
-		serverurl=unix://$d/sd.sock
-	EOF
-	printf '%s\n' "$1" >>"$SD_CONF"
-}
-sd_run() {
-	supervisord -c "$SD_CONF" </dev/null >"$BATS_TEST_TMPDIR/supervisord.out" 2>&1 3>&- &
-	SD=$!
-	track "$SD" sup
-}
-sd_state() { supervisorctl -c "$SD_CONF" status "$1" 2>/dev/null | awk '{ print $2 }'; }
+load supervisors
 
 # A supervisord program with stopasgroup=true (what its docs advise for a
 # shell that starts workers) whose command left a worker behind on GPU 1:
@@ -82,7 +51,7 @@ stopwaitsecs=5"
 # on the sshd service ends every session.
 @test "review24b: a GPU job in an ssh session of a runit-supervised sshd stops the whole sshd service" {
 	local d=$BATS_TEST_TMPDIR
-	mkdir -p "$d/sv/sshd" "$d/service"
+	mkdir -p "$d/sv/sshd"
 	# "sshd" listening, with one session: a login shell that runs the job.
 	cat >"$d/session.sh" <<-EOF
 		#!/bin/bash
@@ -96,17 +65,14 @@ stopwaitsecs=5"
 		printf 'exec -a /usr/sbin/sshd bash -c %q\n' "$d/session.sh & while :; do sleep 1; done"
 	} >"$d/sv/sshd/run"
 	chmod +x "$d/sv/sshd/run"
-	ln -s "$d/sv/sshd" "$d/service/sshd"
 	svdir=$(readlink -f "$d/sv/sshd")
-	runsvdir "$d/service" </dev/null >/dev/null 2>&1 3>&- &
-	track "$!" sup
+	runsvdir_start sshd
 	wait_for 20 test -f "$d/job.ready"
 	job=$(ready_values "$d/job.ready" pid)
 	sshd=$(sv status "$svdir" | sed -n 's/^run: [^(]*(pid \([0-9]*\)).*/\1/p')
 	[ -n "$sshd" ]
 
 	run --separate-stderr gs reclaim -y --json
-	echo "$output" | jq -c '.plan.targets, .units' >&2
 	assert_dead "$job"
 	# sshd itself was never selected and holds no GPU.
 	assert_eq "$(jqo '[.units[] | select(.runtime == "runit")] | length')" 0 "sv stops"
@@ -125,32 +91,21 @@ stopwaitsecs=5"
 	[ "$(id -u)" = 0 ] || skip "needs root"
 	command -v setpriv >/dev/null || skip "no setpriv"
 	id nobody >/dev/null 2>&1 || skip "no user nobody"
-	local d=$BATS_TEST_TMPDIR x=$BATS_TEST_TMPDIR
-	while [[ $x == "$BATS_RUN_TMPDIR"/* ]]; do
-		chmod o+rx "$x"
-		x=${x%/*}
-	done
-	chmod o+rx "$BATS_RUN_TMPDIR"
+	local d=$BATS_TEST_TMPDIR
+	open_test_dirs
 	chmod -R o+rwX "$GS_HOST"
 	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$GS_HOLDER" -a -r "$FAKE_NVML_STATE/gpus" ||
 		skip "user nobody cannot reach the build or the test directory"
 	# Root's service "victim": no GPU.
-	mkdir -p "$d/sv/victim" "$d/service"
+	mkdir -p "$d/sv/victim"
 	printf '#!/bin/sh\nexec sleep 100000\n' >"$d/sv/victim/run"
 	chmod +x "$d/sv/victim/run"
-	ln -s "$d/sv/victim" "$d/service/victim"
-	runsvdir "$d/service" </dev/null >/dev/null 2>&1 3>&- &
-	track "$!" sup
+	runsvdir_start victim
 	wait_for 20 eval 'sv status "$d/sv/victim" | grep -q "^run: "'
 	victim=$(sv status "$d/sv/victim" | sed -n 's/^run: [^(]*(pid \([0-9]*\)).*/\1/p')
 	# nobody's service "job", under nobody's own runsv.
 	mkdir -p "$d/user/job"
-	{
-		echo '#!/bin/sh'
-		holder_env
-		printf 'exec %q --gpu 0 --mib 2048 --ready-file %q -- python3 train.py\n' "$GS_HOLDER" "$d/user/job.ready"
-	} >"$d/user/job/run"
-	chmod +x "$d/user/job/run"
+	service_run "$d/user/job/run" "$d/user/job.ready"
 	chown -R nobody "$d/user"
 	setsid setpriv --reuid=nobody --regid=nogroup --clear-groups runsv "$d/user/job" </dev/null >/dev/null 2>&1 3>&- &
 	track "$!" sup
@@ -161,7 +116,6 @@ stopwaitsecs=5"
 		sh -c "ln -s '$d/sv/victim/supervise/control' '$d/user/job/supervise/c2' && mv -f '$d/user/job/supervise/c2' '$d/user/job/supervise/control'"
 
 	run --separate-stderr gs reclaim -y --grace 2s --json
-	echo "$output" | jq -c '.plan.targets, .units' >&2
 	# Root's service was never selected and holds no GPU.
 	assert_alive "$victim"
 	sv status "$d/sv/victim" | grep -q '^run: '
