@@ -552,6 +552,14 @@ static int parents_before_children(struct gs_plan *p, const struct gs_ptable *pt
  * respawn's advice. */
 static void supervised_stop_with(const struct gs_supervised *sv, char *buf, size_t len)
 {
+	/* A program its supervisor runs under a name we could not read. */
+	if (!sv->name[0]) {
+		snprintf(buf, len, "%s (the program running PID %d)",
+			 sv->kind == GS_SUP_SUPERVISORD ? "supervisorctl stop" :
+			 sv->kind == GS_SUP_RUNIT	? "sv down" : "s6-svc -d",
+			 (int)sv->main_pid);
+		return;
+	}
 	switch (sv->kind) {
 	case GS_SUP_SUPERVISORD:
 		snprintf(buf, len, "supervisorctl %s %.180s stop %.100s", sv->control_opt, sv->control, sv->name);
@@ -653,7 +661,7 @@ static int supervised_restarter(struct gs_plan *p, const struct gs_snapshot *s, 
 	/* As root, only a supervisor that runs as root: a user's runsv or
 	 * supervisord keeps its files where the user may point them at
 	 * another service's control pipe or socket. */
-	bool stop = !env->no_units && sv->main_pid != env->self && !gs_ptable_is_ancestor(pt, sv->main_pid, env->self) &&
+	bool stop = sv->name[0] && !env->no_units && sv->main_pid != env->self && !gs_ptable_is_ancestor(pt, sv->main_pid, env->self) &&
 		    (env->unprivileged ? sv->sup_uid == env->uid : sv->sup_uid == 0) &&
 		    !supervised_is_infrastructure(pt, sv) && supervised_stop_is_contained(p, s, pt, sv);
 	int ri, u;
@@ -823,7 +831,7 @@ int gs_restarters_plan(struct gs_plan *p, const struct gs_snapshot *s, const str
 				r = k;
 				break;
 			}
-			if (k == 1) {
+			if (k == 1 || k == 2) {
 				r = supervised_restarter(p, s, pt, env, i, &sv);
 				continue;
 			}

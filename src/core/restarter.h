@@ -99,7 +99,7 @@ struct gs_restarter_env {
 	gs_launch_kind_fn launch_kind;
 	void *launch_ud;
 	/* The process supervisor that runs pid (proc/supervised.h): 1 with
-	 * *ret, 0 none, -errno. NULL: none is looked for. */
+	 * *ret, 2 with *ret but no program name, 0 none, -errno. NULL: none is looked for. */
 	int (*supervised)(void *ud, const struct gs_ptable *pt, pid_t pid, struct gs_supervised *ret);
 	void *supervised_ud;
 	/* gpuslate is not root (uid its euid): a supervisor of another user

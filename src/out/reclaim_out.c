@@ -190,7 +190,8 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 					 GS_SAFE(rs->name), GS_SAFE(rs->policy));
 			else if (rs->kind == GS_RESTARTER_SUPERVISOR)
 				snprintf(who, sizeof(who), "%s %d, its %s %.250s", rs->runtime, (int)rs->pid,
-					 strcmp(rs->runtime, "supervisord") ? "service" : "program", GS_SAFE(rs->name));
+					 strcmp(rs->runtime, "supervisord") ? "service" : "program",
+					 rs->name[0] ? GS_SAFE(rs->name) : "(its name unreadable)");
 			else
 				snprintf(who, sizeof(who), "Kubernetes pod %.64s", GS_SAFE(rs->name));
 			fprintf(f, "  %s restarts %s: %s", who, pids, gs_restarter_handling_str(rs->handling));

@@ -311,6 +311,17 @@ static int supervisord_config(int pid_fd, const char *argv, size_t alen, char *b
 	return -ENOENT;
 }
 
+/* A config file supervisorctl may read for us: it names the socket the
+ * stop goes to, so only one that nobody but root (or the supervisor's own
+ * user) could have written. */
+static bool config_trusted(const char *path, uid_t sup_uid)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_uid == 0 || st.st_uid == sup_uid) &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 static int fill_supervisord(int proc_fd, int sup_fd, const char *argv, size_t alen, const struct gs_pidstat *main,
 			    struct gs_supervised *ret)
 {
@@ -334,7 +345,7 @@ static int fill_supervisord(int proc_fd, int sup_fd, const char *argv, size_t al
 	}
 	snprintf(ret->name, sizeof(ret->name), "%s:%s", group, name);
 	if (supervisord_config(sup_fd, argv, alen, ret->control, sizeof(ret->control)) == 0 &&
-	    usable_path(ret->control)) {
+	    usable_path(ret->control) && config_trusted(ret->control, ret->sup_uid)) {
 		gs_strlcpy(ret->control_opt, "-c", sizeof(ret->control_opt));
 	} else if (gs_environ_get(env, elen, "SUPERVISOR_SERVER_URL", url, sizeof(url)) == 0 &&
 		   (gs_startswith(url, "unix:///") || gs_startswith(url, "http://")) && !strpbrk(url, " \t\n")) {
@@ -443,10 +454,20 @@ int gs_supervised_find(int proc_fd, const struct gs_ptable *pt, pid_t pid, struc
 		}
 		free(argv);
 		close(fd);
-		if (r <= 0)
+		if (r < 0 || k == GS_SUP_NONE || ret->kind == GS_SUP_NONE) {
 			memset(ret, 0, sizeof(*ret));
-		/* The nearest supervisor decides, whatever it said. */
-		return r < 0 ? r : r == 1 ? 1 : 0;
+			return r < 0 ? r : 0;
+		}
+		/* The nearest supervisor decides, whatever it said. One whose
+		 * program could not be named (a program that cleared its
+		 * environment, a pid file naming another process) still runs
+		 * and restarts it: 2, for a watch, never its unit's stop. */
+		if (r != 1) {
+			ret->name[0] = '\0';
+			ret->control_opt[0] = ret->control[0] = '\0';
+			return 2;
+		}
+		return 1;
 	}
 	return 0;
 }

@@ -51,7 +51,9 @@ struct gs_supervised {
 /* The supervisor of pid (with starttime), walking up from pid itself
  * (a supervisor's own process is never "supervised"). Only a supervisor
  * in gpuslate's mount namespace counts: its paths and socket are ours to
- * use. Returns 1 with *ret, 0 when none runs it, or -errno (-ENOMEM). */
+ * use. Returns 1 with *ret, 2 when a supervisor runs it under a name that
+ * could not be read (*ret without name or control: it is watched, never
+ * asked), 0 when none runs it, or -errno (-ENOMEM). */
 int gs_supervised_find(int proc_fd, const struct gs_ptable *pt, pid_t pid, struct gs_supervised *ret);
 
 /* The same, with proc_fd passed as (void *)(intptr_t) (core/restarter.h's

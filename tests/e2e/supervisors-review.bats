@@ -121,3 +121,60 @@ stopwaitsecs=5"
 	sv status "$d/sv/victim" | grep -q '^run: '
 	setpriv --reuid=nobody --regid=nogroup --clear-groups kill "$job" 2>/dev/null || true
 }
+
+# A supervisord program whose command clears its environment (env -i, as
+# some wrappers do) carries none of supervisord's SUPERVISOR_* words: its
+# name cannot be read. supervisord still restarts it, so it is watched,
+# never stopped through a guess (nor, where supervisord runs in a unit,
+# through that unit, which would end every other program).
+@test "review24b: a supervisord program that cleared its environment is watched: the restart is reported, the other program untouched" {
+	local d=$BATS_TEST_TMPDIR
+	sd_conf "[program:llm]
+command=env -i FAKE_NVML_STATE=$FAKE_NVML_STATE GPUSLATE_DEV_ROOT=$GPUSLATE_DEV_ROOT GPUSLATE_NVIDIA_PROCFS=$GPUSLATE_NVIDIA_PROCFS $GS_HOLDER --gpu 0 --mib 2048 --ready-file $d/llm.ready -- python3 serve.py
+autorestart=true
+startsecs=0
+[program:web]
+command=sleep 100000
+autorestart=true
+startsecs=0"
+	sd_run
+	wait_for 20 test -f "$d/llm.ready"
+	wait_for 10 eval '[ "$(sd_state web)" = RUNNING ]'
+	llm=$(ready_values "$d/llm.ready" pid)
+	web=$(sd_pid web)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_eq "$(jqo ".plan.targets[] | select(.pid == $llm) | \"\(.action) \(.restarter.kind) \(.restarter.handling) \(.restarter.pid)\"")" \
+		"signal supervisor watched $SD" "the plan"
+	assert_eq "$(jqo '.units | length')" 0 "unit or tool stops"
+	assert_match "$(jqo ".plan.targets[] | select(.pid == $llm) | .restarter.stop_with")" \
+		"^supervisorctl stop \\(the program running PID $llm\\)$" "how to stop it"
+	assert_dead "$llm"
+	# supervisord restarts it: that is a respawn, never clean.
+	assert_status 1
+	assert_eq "$(jqo .verdict)" not-clean verdict
+	assert_eq "$(sd_state web) $(sd_pid web)" "RUNNING $web" "the other program"
+}
+
+# root's supervisorctl reads the config named on supervisord's command line
+# for the socket to stop through: one that another user may write could
+# point it elsewhere. Such a config is not used; the server URL supervisord
+# gave its program is.
+@test "review24b: a supervisord config that others may write is not given to supervisorctl; the program's server URL is" {
+	local d=$BATS_TEST_TMPDIR
+	sd_conf "[program:llm]
+command=$GS_HOLDER --gpu 0 --mib 2048 --ready-file $d/llm.ready -- python3 serve.py
+autorestart=true
+startsecs=0"
+	chmod 666 "$SD_CONF"
+	sd_run
+	wait_for 20 test -f "$d/llm.ready"
+	llm=$(ready_values "$d/llm.ready" pid)
+
+	run --separate-stderr gs reclaim -y --json
+	assert_status 0
+	assert_eq "$(jqo .verdict)" clean verdict
+	assert_match "$(jqo '.units[0].command')" "^supervisorctl -s unix://$d/sd.sock stop llm:llm$" "the command"
+	assert_dead "$llm"
+	stays_for 2 eval '[ "$(sd_state llm)" = STOPPED ]'
+}

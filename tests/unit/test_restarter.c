@@ -199,7 +199,7 @@ static int supervised(void *ud, const struct gs_ptable *pt, pid_t pid, struct gs
 	    (pid != w->sup.main_pid && !gs_ptable_is_ancestor(pt, w->sup.main_pid, pid)))
 		return 0;
 	*ret = w->sup;
-	return 1;
+	return w->sup.name[0] ? 1 : 2;
 }
 
 static void plan(struct world *w, const char *gpus, bool include_parent)
@@ -607,6 +607,32 @@ static void test_a_supervisord_program_is_stopped_through_supervisorctl(void **s
 	free_world(w);
 }
 
+/* A program supervisord runs under a name that could not be read (it
+ * cleared its environment): watched, and its supervisor's unit, which
+ * runs every other program too, is never the one stopped. */
+static void test_an_unnamed_supervisord_program_is_watched_not_its_unit(void **state)
+{
+	struct world *w = new_world();
+
+	(void)state;
+	proc(w, 300, 1, "supervisord", "/usr/bin/python3 /usr/bin/supervisord -n", "/dev/null",
+	     "0::/system.slice/supervisor.service\n");
+	holder(w, 301, 300, "python3", "0::/system.slice/supervisor.service\n", 0, 4096);
+	w->unit_restart = "on-failure";
+	w->unit_cgroup = "/system.slice/supervisor.service";
+	w->sup = (struct gs_supervised){ .kind = GS_SUP_SUPERVISORD, .sup_pid = 300, .sup_starttime = 3000,
+					 .main_pid = 301, .main_starttime = 3010 };
+	plan(w, "0", false);
+	assert_int_equal(w->plan.n_targets, 1);
+	assert_int_equal(w->plan.targets[0].action, GS_ACT_SIGNAL);
+	assert_int_equal(w->plan.n_units, 0);
+	assert_int_equal(restarter_of(w, 301)->kind, GS_RESTARTER_SUPERVISOR);
+	assert_int_equal(restarter_of(w, 301)->handling, GS_HANDLE_WATCHED);
+	assert_int_equal(restarter_of(w, 301)->pid, 300);
+	assert_string_equal(restarter_of(w, 301)->stop_with, "supervisorctl stop (the program running PID 301)");
+	free_world(w);
+}
+
 /* What the control tools print, read as they write it. */
 static void test_supervisor_tool_outputs(void **state)
 {
@@ -664,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_a_parent_that_is_a_target_comes_before_its_children),
 		cmocka_unit_test(test_main_pid_makes_the_unit_main_rule_exact),
 		cmocka_unit_test(test_a_supervisord_program_is_stopped_through_supervisorctl),
+		cmocka_unit_test(test_an_unnamed_supervisord_program_is_watched_not_its_unit),
 		cmocka_unit_test(test_supervisor_tool_outputs),
 	};
 
