@@ -145,9 +145,13 @@ DOCS := docs/json.md docs/fleet.md docs/inventory.md docs/slurm.md docs/integrat
 
 man: $(B)/gpuslate.1
 
+# Written to a temporary file and renamed: a failing scdoc leaves neither an
+# empty page nor the temporary file behind.
 $(B)/gpuslate.1: man/gpuslate.1.scd VERSION
 	@mkdir -p $(dir $@)
-	sed 's/@VERSION@/$(VERSION)/g' $< | $(SCDOC) >$@.tmp
+	@command -v $(SCDOC) >/dev/null 2>&1 || \
+		{ echo "$@: '$(SCDOC)' not found: the man page needs scdoc (tools/install-deps installs it)" >&2; exit 1; }
+	sed 's/@VERSION@/$(VERSION)/g' $< | $(SCDOC) >$@.tmp || { rm -f $@.tmp; echo "$@: $(SCDOC) failed" >&2; exit 1; }
 	mv $@.tmp $@
 
 # Syntax check of the completion scripts (zsh only where it is installed).

@@ -84,10 +84,10 @@ man_option_entries() {
 	done
 }
 
-@test "man page: documents every option gpuslate --help lists" {
-	run "$BIN" --help
-	[ "$status" -eq 0 ]
-	grep -o -- '--[a-z][a-z0-9-]*' <<<"$output" | sort -u >"$TMP/help"
+@test "man page: documents every option gpuslate CMD --help lists" {
+	for c in status reclaim wait restore run; do
+		"$BIN" "$c" --help || return 1
+	done | grep -o -- '--[a-z][a-z0-9-]*' | sort -u >"$TMP/help"
 	man_option_entries >"$TMP/man"
 	[ "$(wc -l <"$TMP/help")" -ge 25 ]
 	while read -r o; do
@@ -289,8 +289,13 @@ expected_files() {
 	for f in $(sed -n '/^\.SH "SEE ALSO"/,$p' "$BUILD/gpuslate.1" | grep -o '[a-z]*\.md' | sort -u); do
 		[ -s "$doc/$f" ] || { echo "$f named by the man page, not installed"; return 1; }
 	done
-	run "$BIN" --help
-	[[ $output == *"/usr/share/doc/gpuslate/json.md"* ]]
+	# The installed binary's --help names where this installation put the
+	# documents (the build was made again for this PREFIX).
+	run "$TMP/root/opt/gs/bin/gpuslate" --help
+	[[ $output == *"/opt/gs/share/doc/gpuslate/json.md"* ]] || { echo "$output" | grep json.md; return 1; }
+	for f in $(grep -o '/opt/gs/share/doc/gpuslate/[a-z.]*' <<<"$output"); do
+		[ -s "$TMP/root$f" ] || { echo "--help names $f, not installed"; return 1; }
+	done
 	grep -qx 'ExecStopPost=+/opt/gs/bin/gpuslate reclaim -y -q --unit %n --timeout 60' "$doc/examples/systemd-gpuslate.conf"
 	! grep -q '/usr/bin/gpuslate' "$doc/examples/systemd-gpuslate.conf"
 }
@@ -540,4 +545,48 @@ in_private_run() {
 	[ "$(grep -v '^#' "$ROOT/.ci/run" | grep . | tail -n 1)" = "tools/install-deps test && make check" ]
 	run "$ROOT/tools/install-deps" bogus
 	[ "$status" -eq 2 ]
+}
+
+@test "install-deps: the default set has what make install needs (scdoc), the deb set what make deb needs" {
+	build=$("$ROOT/tools/install-deps" --list)
+	deb=$("$ROOT/tools/install-deps" --list deb)
+	test=$("$ROOT/tools/install-deps" --list test)
+	# make install builds the man page with the Makefile's SCDOC
+	scdoc=$(sed -n 's/^SCDOC ?= *//p' "$ROOT/Makefile")
+	grep -qx "$scdoc" <<<"$build" || { echo "the default set lacks $scdoc"; return 1; }
+	[ "$("$ROOT/tools/install-deps" --list demo)" = "$build" ]
+	# make deb: debian/control's Build-Depends (debhelper-compat is
+	# debhelper's), dpkg-buildpackage (dpkg-dev); the build set too
+	sed -n '/^Build-Depends:/,/^[A-Z]/p' "$ROOT/debian/control" | sed 's/^Build-Depends://' |
+		tr ',' '\n' | sed -E 's/\(.*//; s/^[[:space:]]+//; s/[[:space:]]+$//; s/^debhelper-compat$/debhelper/' |
+		grep -E '^[a-z0-9][a-z0-9.+-]+$' >"$TMP/bdeps"
+	[ "$(wc -l <"$TMP/bdeps")" -ge 3 ]
+	echo dpkg-dev >>"$TMP/bdeps"
+	while read -r p; do
+		grep -qx "$p" <<<"$deb" || { echo "the deb set lacks $p"; return 1; }
+		grep -qx "$p" <<<"$test" || { echo "the test set lacks $p"; return 1; }
+	done <"$TMP/bdeps"
+	while read -r p; do
+		grep -qx "$p" <<<"$deb" || { echo "the deb set lacks the build set's $p"; return 1; }
+	done <<<"$build"
+	# The README's install lines start from the sets, and name make deb's packages.
+	grep -qE '^    tools/install-deps && make && sudo make install ' "$ROOT/README.md"
+	grep -qE '^    tools/install-deps deb && make deb ' "$ROOT/README.md"
+	while read -r p; do
+		grep -qw -- "$p" "$ROOT/README.md" || { echo "README does not name $p"; return 1; }
+	done <<<"$deb"
+}
+
+@test "make man: a failing or missing scdoc fails make, names it, and leaves no page and no .tmp" {
+	for sc in false "$TMP/no-such-scdoc"; do
+		run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man B="$TMP/b" SCDOC="$sc"
+		[ "$status" -ne 0 ] || { echo "SCDOC=$sc: make succeeded"; return 1; }
+		grep -qF "$sc" <<<"$output" || { echo "SCDOC=$sc: not named: $output"; return 1; }
+		[ ! -e "$TMP/b/gpuslate.1" ] && [ ! -e "$TMP/b/gpuslate.1.tmp" ] ||
+			{ echo "SCDOC=$sc left $(ls "$TMP/b")"; return 1; }
+	done
+	# and a working one writes the page, no .tmp
+	run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man B="$TMP/b"
+	[ "$status" -eq 0 ]
+	[ -s "$TMP/b/gpuslate.1" ] && [ ! -e "$TMP/b/gpuslate.1.tmp" ]
 }
