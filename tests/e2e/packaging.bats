@@ -239,6 +239,63 @@ bash_complete() {
 	[ -z "$output" ]
 }
 
+@test "bash completion: -g completes indices and UUIDs on every command that takes it" {
+	sh "$ROOT/tests/fakes/mkhost.sh" "$TMP/host" 3
+	export FAKE_NVML_STATE="$TMP/host/nvml" GPUSLATE_NVML_LIB="$BUILD/fakes/libnvidia-ml.so.1"
+	export GPUSLATE_DEV_ROOT="$TMP/host/dev"
+	mkdir -p "$TMP/bin" && ln -s "$BIN" "$TMP/bin/gpuslate"
+	uuids=$("$BIN" status --query-gpu=uuid --format=csv,noheader)
+	[ "$(wc -l <<<"$uuids")" -eq 3 ]
+	# the commands whose help lists -g
+	for c in status reclaim wait restore run; do
+		"$BIN" help "$c" | grep -qE '^ +-g, --gpus ' && echo "$c"
+	done >"$TMP/takes-g"
+	[ "$(wc -l <"$TMP/takes-g")" -ge 4 ]
+	while read -r c; do
+		run bash_complete "$TMP/bin/gpuslate" "$c" -g ""
+		[ "$output" = $'0\n1\n2' ] || { echo "$c -g: $output"; return 1; }
+		run bash_complete "$TMP/bin/gpuslate" "$c" --gpus G
+		[ "$output" = "$uuids" ] || { echo "$c --gpus G: $output"; return 1; }
+		run bash_complete "$TMP/bin/gpuslate" "$c" -g "0,GPU"
+		[ "$output" = "$(sed 's/^/0,/' <<<"$uuids")" ] || { echo "$c -g 0,GPU: $output"; return 1; }
+	done <"$TMP/takes-g"
+	# silent when gpuslate fails
+	run bash -c 'source "$1/completions/gpuslate.bash"
+		COMP_WORDS=(/nonexistent/gpuslate reclaim -g ""); COMP_CWORD=3; _gpuslate; echo "${#COMPREPLY[@]}"' _ "$ROOT"
+	[ "$output" = 0 ]
+}
+
+@test "bash completion: run -- completes a command, then that command's arguments, not gpuslate's" {
+	mkdir -p "$TMP/bin" "$TMP/cwd"
+	printf '#!/bin/sh\n' >"$TMP/bin/gs-probe-cmd" && chmod +x "$TMP/bin/gs-probe-cmd"
+	: >"$TMP/cwd/model-weights.bin"
+	cd "$TMP/cwd"
+	PATH=$TMP/bin:$PATH run bash_complete gpuslate run -y -- gs-probe-c
+	[ "$output" = gs-probe-cmd ]
+	PATH=$TMP/bin:$PATH run bash_complete gpuslate -g 0 run -- gs-probe-c
+	[ "$output" = gs-probe-cmd ]
+	# COMMAND's arguments: files here (no bash-completion loaded), never
+	# gpuslate's options or GPUs
+	run bash_complete gpuslate run -y -- gs-probe-cmd model-
+	[ "$output" = model-weights.bin ]
+	run bash_complete gpuslate run -- gs-probe-cmd --gu
+	! grep -q -- --guard <<<"$output"
+	run bash_complete gpuslate run -- gs-probe-cmd -g ""
+	! grep -qx 0 <<<"$output"
+	# before "--" it is gpuslate's line
+	run bash_complete gpuslate run --gu
+	[ "$output" = --guard ]
+}
+
+@test "bash completion: each command is offered the options its --help lists (but --proc-root)" {
+	for c in status reclaim wait restore run; do
+		"$BIN" help "$c" | sed -nE 's/^ +(-[a-zA-Z0-9], )?(--[a-z0-9-]+).*/\1\2/p' | tr -d ',' | tr ' ' '\n' |
+			grep . | grep -vx -- --proc-root | sort -u >"$TMP/$c.help"
+		bash_complete gpuslate "$c" - | sed 's/=$//' | sort -u >"$TMP/$c.bash"
+		diff -u "$TMP/$c.help" "$TMP/$c.bash" || { echo "$c: --help (-) and the bash completion (+) differ"; return 1; }
+	done
+}
+
 @test "zsh completion: parses and is a completion function" {
 	if command -v zsh >/dev/null; then
 		zsh -n "$ROOT/completions/_gpuslate"
@@ -589,4 +646,19 @@ in_private_run() {
 	run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man B="$TMP/b"
 	[ "$status" -eq 0 ]
 	[ -s "$TMP/b/gpuslate.1" ] && [ ! -e "$TMP/b/gpuslate.1.tmp" ]
+}
+
+@test "make demo: the holders show real programs' command lines, and the demo ends with its verdict" {
+	[ -x "$BUILD/gpuslate" ] && [ -x "$BUILD/fakes/gs-holder" ] || skip "build/gpuslate and the fakes are not built"
+	run env -C "$ROOT" TMPDIR="$TMP" GPUSLATE_BUILD="$BUILD" bash tests/demo.sh
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	# the first status: the holders' rows
+	sed -n '/^\$ gpuslate status$/,/^\$ gpuslate reclaim/p' <<<"$output" >"$TMP/status"
+	grep -qE '^ +[0-9]+ +root +python3 -m vllm' "$TMP/status" || { cat "$TMP/status"; return 1; }
+	grep -qE '^ +[0-9]+ +root +torchrun --' "$TMP/status"
+	grep -qE '^ +[0-9]+ +root +nvidia-persiste' "$TMP/status"
+	# none of the fake holder's own options is to be seen anywhere
+	! grep -qE -- '--(ready-file|mib|gpu [0-9]|client|fork-child|sigign-term)' <<<"$output"
+	grep -q '^Verdict: clean' <<<"$output"
+	[ "$(tail -n 2 <<<"$output")" = $'0, 0 MiB\n1, 0 MiB' ]
 }
