@@ -270,6 +270,9 @@ _gpuslate()
 	fi
 	if [[ -z $cmd ]]; then
 		COMPREPLY=($(compgen -W 'status reclaim wait restore run help' -- "$cur"))
+	elif [[ $cmd == help && ${COMP_WORDS[cword - 1]} == help ]]; then
+		# gpuslate help CMD
+		COMPREPLY=($(compgen -W 'status reclaim wait restore run' -- "$cur"))
 	fi
 }
 

@@ -285,6 +285,9 @@ bash_complete() {
 	# before "--" it is gpuslate's line
 	run bash_complete gpuslate run --gu
 	[ "$output" = --guard ]
+	# and help takes a command
+	run bash_complete gpuslate help re
+	[ "$output" = $'reclaim\nrestore' ]
 }
 
 @test "bash completion: each command is offered the options its --help lists (but --proc-root)" {
