@@ -5,6 +5,9 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
+# Where `make install` puts the documents; --help names this directory.
+DOCDIR ?= $(DATADIR)/doc/gpuslate
 DESTDIR ?=
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
@@ -13,7 +16,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 	-Wvla -Wformat=2 -Wno-format-nonliteral -Wundef -Wpointer-arith
 CSTD := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64
 OPT ?= -O2 -g
-CPPFLAGS_ALL := -Isrc -DGS_VERSION='"$(VERSION)"' $(CPPFLAGS)
+CPPFLAGS_ALL := -Isrc -DGS_VERSION='"$(VERSION)"' -DGS_DOCDIR='"$(DOCDIR)"' $(CPPFLAGS)
 CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(CFLAGS)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # JSON (jansson) is linked statically so the binary needs only glibc at run time.
@@ -39,6 +42,16 @@ $(B)/rel/%.o: %.c
 $(B)/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -O1 $(SAN) -U_FORTIFY_SOURCE -MMD -MP -c $< -o $@
+
+# The option table names DOCDIR in --help: a build for another PREFIX
+# (`make install PREFIX=/usr` after `make`) compiles it again. The stamp
+# changes only when DOCDIR does.
+$(B)/docdir.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(DOCDIR)' | cmp -s - $@ || echo '$(DOCDIR)' >$@
+$(B)/rel/src/core/options.o $(B)/san/src/core/options.o: $(B)/docdir.stamp
+.PHONY: FORCE
+FORCE:
 
 $(B)/libgpuslate.a: $(REL_OBJS)
 	@rm -f $@
@@ -119,10 +132,8 @@ clean:
 # (when tools/ has it) and the examples; `make uninstall` removes exactly
 # those files (and the directories only gpuslate uses, when empty).
 LIBEXECDIR ?= $(PREFIX)/libexec
-DATADIR ?= $(PREFIX)/share
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
-DOCDIR ?= $(DATADIR)/doc/gpuslate
 INSTALL ?= install
 SCDOC ?= scdoc
 SLURM_EPILOG := tools/gpuslate-slurm-epilog
@@ -134,9 +145,13 @@ DOCS := docs/json.md docs/fleet.md docs/inventory.md docs/slurm.md docs/integrat
 
 man: $(B)/gpuslate.1
 
+# Written to a temporary file and renamed: a failing scdoc leaves neither an
+# empty page nor the temporary file behind.
 $(B)/gpuslate.1: man/gpuslate.1.scd VERSION
 	@mkdir -p $(dir $@)
-	sed 's/@VERSION@/$(VERSION)/g' $< | $(SCDOC) >$@.tmp
+	@command -v $(SCDOC) >/dev/null 2>&1 || \
+		{ echo "$@: '$(SCDOC)' not found: the man page needs scdoc (tools/install-deps installs it)" >&2; exit 1; }
+	sed 's/@VERSION@/$(VERSION)/g' $< | $(SCDOC) >$@.tmp || { rm -f $@.tmp; echo "$@: $(SCDOC) failed" >&2; exit 1; }
 	mv $@.tmp $@
 
 # Syntax check of the completion scripts (zsh only where it is installed).

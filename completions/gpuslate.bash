@@ -11,12 +11,15 @@ _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 	--connect-timeout --command-timeout --nvml-lib --dev-root --sys-root
 	--proc-root --nvml-timeout'
 
-# Options of every command offered to people: not --remote (gpuslate passes
-# it to the far side itself) nor --proc-root (for reading a /proc copy in
-# tests); both are still accepted and skipped with their arguments.
-_gpuslate_common='-g --gpus --json -q --quiet -v --verbose -w --hosts -x --exclude
-	-f --fanout --hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
-	--nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout -h --help -V --version'
+# Options offered to people, as `gpuslate CMD --help` lists them: not
+# --remote (gpuslate passes it to the far side itself) nor --proc-root (for
+# reading a /proc copy in tests); both are still accepted and skipped with
+# their arguments. The fleet's are not run's (run is local only).
+_gpuslate_every='--json -q --quiet -v --verbose -h --help -V --version'
+_gpuslate_fleet='-w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
+	--connect-timeout --command-timeout'
+_gpuslate_look='-g --gpus --nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout'
+_gpuslate_common="$_gpuslate_every $_gpuslate_fleet $_gpuslate_look"
 
 _gpuslate_cmd_opts()
 {
@@ -34,12 +37,10 @@ _gpuslate_cmd_opts()
 		;;
 	restore)
 		# restore reads its state file, not the GPUs: no GPU options.
-		echo "--json -q --quiet -v --verbose -w --hosts -x --exclude -f --fanout
-			--hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
-			-h --help -V --version -y --yes -n --dry-run --timeout"
+		echo "$_gpuslate_every $_gpuslate_fleet -y --yes -n --dry-run --timeout"
 		;;
 	run)
-		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
+		echo "$_gpuslate_every $_gpuslate_look -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
 			--no-units --include-parent --respawn-watch --reason --guard --restore"
 		;;
@@ -58,11 +59,14 @@ _gpuslate_list()
 	[[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
 }
 
-# GPU indices from gpuslate itself, only when that is cheap: an NVIDIA driver
-# is loaded (or NVML is redirected) and no -w on the line (the GPUs of remote
-# hosts are not ours to list). At most 2 seconds.
+# GPU indices (or, for a word starting with G, UUIDs: "GPU-...") from
+# gpuslate itself, only when that is cheap: an NVIDIA driver is loaded (or
+# NVML is redirected) and no -w on the line (the GPUs of remote hosts are not
+# ours to list). At most 2 seconds, nothing on an error.
 _gpuslate_gpus()
 {
+	local field=index
+	[[ $1 == G* ]] && field=uuid
 	local w
 	for w in "${COMP_WORDS[@]}"; do
 		case $w in -w | --hosts | --hosts=*) return ;; esac
@@ -77,7 +81,7 @@ _gpuslate_gpus()
 	done
 	command -v timeout >/dev/null 2>&1 || return
 	timeout 2 "${COMP_WORDS[0]}" status -q --nvml-timeout 1 "${args[@]}" \
-		--query-gpu=index --format=csv,noheader 2>/dev/null
+		--query-gpu=$field --format=csv,noheader 2>/dev/null
 }
 
 # The inventory gpuslate would read: --hosts-file on the line, else
@@ -127,7 +131,7 @@ _gpuslate_value()
 	local opt=$1 cur=$2
 	case $opt in
 	-g | --gpus)
-		_gpuslate_list "$cur" "$(_gpuslate_gpus)"
+		_gpuslate_list "$cur" "$(_gpuslate_gpus "${cur##*,}")"
 		;;
 	--format)
 		COMPREPLY=($(compgen -W 'csv csv,noheader csv,nounits csv,noheader,nounits prometheus' -- "$cur"))
@@ -192,6 +196,27 @@ _gpuslate()
 	((cword > 0)) && prev=${COMP_WORDS[cword - 1]}
 	COMPREPLY=()
 
+	# run's COMMAND: the word after "--" is a command, the later ones are
+	# its arguments, completed as that command's (bash-completion's
+	# _command_offset, else file names).
+	local i
+	for ((i = 1; i < cword; i++)); do
+		[[ ${COMP_WORDS[i]} == -- ]] || continue
+		local j
+		for ((j = 1; j < i; j++)); do
+			[[ ${COMP_WORDS[j]} == run ]] || continue
+			if ((cword == i + 1)); then
+				COMPREPLY=($(compgen -c -- "$cur"))
+			elif declare -F _command_offset >/dev/null; then
+				_command_offset $((i + 1))
+			else
+				COMPREPLY=($(compgen -f -- "$cur"))
+			fi
+			return
+		done
+		break
+	done
+
 	# "--opt=value": bash splits at '=' (COMP_WORDBREAKS).
 	if [[ $cur == = && $prev == --* ]]; then
 		_gpuslate_value "$prev" ""
@@ -220,7 +245,7 @@ _gpuslate()
 	done
 
 	# Find the command, skipping options and their arguments.
-	local cmd= i skip= argopts
+	local cmd= skip= argopts
 	argopts=" $(echo $_gpuslate_argopts) "
 	for ((i = 1; i < cword; i++)); do
 		w=${COMP_WORDS[i]}
@@ -245,6 +270,9 @@ _gpuslate()
 	fi
 	if [[ -z $cmd ]]; then
 		COMPREPLY=($(compgen -W 'status reclaim wait restore run help' -- "$cur"))
+	elif [[ $cmd == help && ${COMP_WORDS[cword - 1]} == help ]]; then
+		# gpuslate help CMD
+		COMPREPLY=($(compgen -W 'status reclaim wait restore run' -- "$cur"))
 	fi
 }
 

@@ -22,14 +22,17 @@ export FAKE_NVML_STATE=$HOST/nvml GPUSLATE_DEV_ROOT=$HOST/dev GPUSLATE_NVML_LIB=
 # machine's gpuslate_last_reclaim_* metrics with a simulated reclaim.
 export GPUSLATE_LOCK_FILE=$HOST/lock GPUSLATE_STATE_FILE=$HOST/last-reclaim
 
-# start NAME ARGS...: run a holder (as NAME), wait until it holds the GPU.
+# start NAME SHOWN OPTIONS...: run a holder (as NAME, its command line NAME
+# SHOWN, as a real server's), wait until it holds the GPU. The holder reads
+# its OPTIONS from GS_HOLDER_ARGS (tests/fakes/holder.c), split at blanks.
 start() {
-	local name=$1 rf=$HOST/ready.$1; shift
+	local name=$1 shown=$2 rf=$HOST/ready.$1; shift 2
 	# A copy named NAME: what a process is rests on its executable.
 	[ -x "$HOST/$name" ] || install -m 0755 "$HOLDER" "$HOST/$name"
 	# Started outside this shell's job table, so that the shell does not
 	# chatter when gpuslate kills one; the ready file gives the PIDs.
-	( "$HOST/$name" --ready-file "$rf" "$@" </dev/null & )
+	# shellcheck disable=SC2086 # SHOWN is words
+	( GS_HOLDER_ARGS="--ready-file $rf $*" exec -a "$name" "$HOST/$name" $shown </dev/null & )
 	for _ in $(seq 200); do [ -f "$rf" ] && break; sleep 0.01; done
 	[ -f "$rf" ] || { echo "demo: $name did not start" >&2; exit 1; }
 	for p in $(sed -n 's/^[a-z]*=//p' "$rf"); do pids+=("$p"); done
@@ -38,12 +41,14 @@ start() {
 echo "== A GPU host after a benchmark run: an inference server on GPU 0, a"
 echo "== training rank on GPU 1 that forked a data-loader worker and died,"
 echo "== a tuning job that ignores SIGTERM, nvidia-persistenced and an exporter."
-start python3 --gpu 0 --mib 61440
-start torchrun --gpu 1 --mib 40960 --fork-child --exit-after-fork
-start autotune --gpu 0 --mib 8192 --sigign-term
-start nvidia-persistenced --client --gpu 0 --gpu 1
-start dcgm-exporter --client --gpu 0 --gpu 1
-start node-exporter --client --gpu 0
+start python3 "-m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-72B-Instruct --port 8000" \
+	--gpu 0 --mib 61440
+start torchrun "--nproc-per-node=1 train.py --config llama3-8b.yaml" \
+	--gpu 1 --mib 40960 --fork-child --exit-after-fork
+start autotune "--kernel gemm --trials 500" --gpu 0 --mib 8192 --sigign-term
+start nvidia-persistenced "--user nvidia-persistenced" --client --gpu 0 --gpu 1
+start dcgm-exporter "-f /etc/dcgm-exporter/default-counters.csv" --client --gpu 0 --gpu 1
+start node-exporter "--collector.textfile.directory=/var/lib/node_exporter" --client --gpu 0
 echo
 echo "\$ gpuslate status"
 "$GS" status

@@ -19,7 +19,11 @@
  * command, and the checks that span options). Prints the error; -EINVAL
  * on a usage error. --help and --version print and exit. */
 int gs_cli_parse(int argc, char **argv, struct gs_request *req);
+/* --help without a command: the commands and the options of every command. */
 void gs_cli_usage(FILE *f);
+/* `gpuslate CMD --help`, `gpuslate help CMD`: the options that apply to
+ * CMD, from the option table. -EINVAL for no such command. */
+int gs_cli_usage_cmd(FILE *f, enum gs_cmd cmd);
 /* getopt_long's tables, made from the option table (core/options.c); the
  * tests read a remote tail back with them as the far side does. */
 void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short);

@@ -39,19 +39,37 @@ void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short
 	*ret_short = short_opts;
 }
 
-static const char usage_head[] =
-	"Usage:\n"
-	" gpuslate [options] status  [-g GPUS] [--json | --csv | --format prometheus]\n"
-	" gpuslate [options] status  --query-gpu=FIELDS --format=csv[,noheader][,nounits]\n"
-	" gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n"
-	" gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n"
-	" gpuslate [options] restore [-y] [-n] [--json]\n"
-	" gpuslate [options] run     [-g GPUS] [selection] [-y] [-n] [--guard] [--restore] -- COMMAND [ARGS...]\n"
+/* The commands: the word, its usage line(s) (the same in README.md and the
+ * man page: tests/e2e/drift.bats) and what it does. */
+static const struct {
+	enum gs_cmd cmd;
+	const char *name;
+	const char *usage;
+	const char *what;
+} commands[] = {
+	{ GS_CMD_STATUS, "status",
+	  " gpuslate [options] status  [-g GPUS] [--json | --csv | --format prometheus]\n"
+	  " gpuslate [options] status  --query-gpu=FIELDS | --query-compute-apps=FIELDS --format=csv[,noheader][,nounits]\n",
+	  "the GPUs, their memory and every process that holds one" },
+	{ GS_CMD_RECLAIM, "reclaim",
+	  " gpuslate [options] reclaim [-g GPUS] [selection] [-y] [-n] [--grace TIME] [--timeout TIME] [--json]\n",
+	  "stop what holds the GPUs, wait until the memory is released, verify" },
+	{ GS_CMD_WAIT, "wait",
+	  " gpuslate [options] wait    [-g GPUS] [--timeout TIME] [--json]\n",
+	  "wait until the GPUs are clean, stopping nothing" },
+	{ GS_CMD_RESTORE, "restore",
+	  " gpuslate [options] restore [-y] [-n] [--timeout TIME] [--json]\n",
+	  "start again what reclaims stopped through systemd or a container runtime" },
+	{ GS_CMD_RUN, "run",
+	  " gpuslate [options] run     [-g GPUS] [selection] [-y] [-n] [--guard] [--restore] [--json] -- COMMAND [ARGS...]\n",
+	  "reclaim the GPUs, then run COMMAND on them" },
+};
+
+static const char usage_text[] =
 	"\n"
 	"Find every process holding a GPU, stop each one the right way, wait until\n"
-	"the memory is released and verify it. TIME is seconds (10, 0.5) or a\n"
-	"duration with units: 90s, 2m, 500ms, 1m30s. restore starts again what\n"
-	"reclaims stopped through systemd or a container runtime.\n";
+	"the memory is released and verify it.\n";
+static const char usage_time[] = "TIME is seconds (10, 0.5) or a duration with units: 90s, 2m, 500ms, 1m30s.\n";
 
 static const char usage_tail[] =
 	"\n"
@@ -61,34 +79,105 @@ static const char usage_tail[] =
 	"everything, 9 (run) COMMAND succeeded but an intruder held a selected GPU.\n"
 	"run: COMMAND's own status (128+N: signal N) once it ran. See gpuslate(1).\n";
 
+/* The commands of a mask, "reclaim, run". */
+static void put_cmds(FILE *f, unsigned mask)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
+		if (mask & (1u << commands[i].cmd)) {
+			fprintf(f, "%s%s", first ? "" : ", ", commands[i].name);
+			first = false;
+		}
+}
+
+static void put_option(FILE *f, const struct gs_option *o)
+{
+	char left[64];
+	int n;
+
+	if (o->key < 0x80)
+		n = snprintf(left, sizeof(left), " -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
+			     o->arg ? o->arg : "");
+	else
+		n = snprintf(left, sizeof(left), "     --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+	if (!o->help[0]) {
+		fprintf(f, "%s\n", left);
+		return;
+	}
+	/* A help text of several lines: the next ones under the first. */
+	for (const char *h = o->help, *nl; h; h = nl ? nl + 1 : NULL) {
+		nl = strchr(h, '\n');
+		fprintf(f, "%-*s%.*s\n", h == o->help ? (n <= 24 ? 26 : n + 2) : 26, h == o->help ? left : "",
+			nl ? (int)(nl - h) : (int)strlen(h), h);
+	}
+}
+
+/* The options of the table whose commands are `want` (exactly: every
+ * command), or, with exact false, that apply to the command want names,
+ * under their sections. A section is headed by the commands its options
+ * apply to (derived from the table), unless that is every command. */
+static void put_options(FILE *f, unsigned want, bool exact)
+{
+	for (const struct gs_option *o = gs_options; o->name; o++) {
+		const struct gs_option *e;
+		unsigned in_section = 0;
+		bool listed = false;
+
+		if (!o->section)
+			continue;
+		for (e = o; e->name && (e == o || !e->section); e++) {
+			in_section |= e->cmds;
+			listed |= e->help && (exact ? e->cmds == want : (e->cmds & want) != 0);
+		}
+		if (!listed)
+			continue;
+		if (!o->section[0]) {
+			fputc('\n', f);
+		} else {
+			fprintf(f, "\n%s", o->section);
+			if (!exact && in_section != GS_FOR_EVERY) {
+				fputs(" (", f);
+				put_cmds(f, in_section);
+				fputc(')', f);
+			}
+			fputs(":\n", f);
+		}
+		for (e = o; e->name && (e == o || !e->section); e++)
+			if (e->help && (exact ? e->cmds == want : (e->cmds & want) != 0))
+				put_option(f, e);
+	}
+}
+
 void gs_cli_usage(FILE *f)
 {
-	fputs(usage_head, f);
-	for (const struct gs_option *o = gs_options; o->name; o++) {
-		char left[64];
-		int n;
-
-		if (o->section)
-			fprintf(f, "\n%s%s", o->section, o->section[0] ? ":\n" : "");
-		if (!o->help)
-			continue;
-		if (o->key < 0x80)
-			n = snprintf(left, sizeof(left), " -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
-				     o->arg ? o->arg : "");
-		else
-			n = snprintf(left, sizeof(left), "     --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		if (!o->help[0]) {
-			fprintf(f, "%s\n", left);
-			continue;
-		}
-		/* A help text of several lines: the next ones under the first. */
-		for (const char *h = o->help, *nl; h; h = nl ? nl + 1 : NULL) {
-			nl = strchr(h, '\n');
-			fprintf(f, "%-*s%.*s\n", h == o->help ? (n <= 24 ? 26 : n + 2) : 26, h == o->help ? left : "",
-				nl ? (int)(nl - h) : (int)strlen(h), h);
-		}
-	}
+	fputs("Usage:\n", f);
+	for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
+		fputs(commands[i].usage, f);
+	fputs(usage_text, f);
+	fputs(usage_time, f);
+	fputs("\nCommands:\n", f);
+	for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-9s%s\n", commands[i].name, commands[i].what);
+	fprintf(f, "  %-9s%s\n", "help CMD", "the options of CMD (also: gpuslate CMD --help)");
+	fputs("\nThe options below apply to every command; each command's own are in\n"
+	      "'gpuslate help CMD' (or 'gpuslate CMD --help').\n", f);
+	put_options(f, GS_FOR_EVERY, true);
 	fputs(usage_tail, f);
+}
+
+int gs_cli_usage_cmd(FILE *f, enum gs_cmd cmd)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(commands); i++) {
+		if (commands[i].cmd != cmd)
+			continue;
+		fprintf(f, "Usage:\n%s\n%s: %s.\n", commands[i].usage, commands[i].name, commands[i].what);
+		fputs(usage_time, f);
+		put_options(f, 1u << cmd, false);
+		fputs(usage_tail, f);
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static int add_multi(const char **arr, size_t *n, const char *v, const char *what)
@@ -212,8 +301,8 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 		req->quiet = true;
 		return 0;
 	case GS_OT_HELP:
-		gs_cli_usage(stdout);
-		exit(GS_EXIT_CLEAN);
+		/* gs_cli_parse prints it once the command word is known. */
+		return 0;
 	case GS_OT_VERSION:
 		printf("gpuslate %s\n", GS_VERSION);
 		exit(GS_EXIT_CLEAN);
@@ -280,10 +369,6 @@ static int check_request(struct gs_request *req)
 		/* COMMAND runs here, with this terminal: a fleet has no one
 		 * place to run it. */
 		gs_err("'run' is local only: it cannot be combined with -w (run it on each host: ssh HOST gpuslate run ...)");
-		return -EINVAL;
-	}
-	if (req->cmd == GS_CMD_RUN && req->proc_root) {
-		gs_err("--proc-root '%s' is for reading a /proc copy; run acts only on the real /proc", req->proc_root);
 		return -EINVAL;
 	}
 	/* The watch runs within the wait: cut at --timeout, it would end
@@ -353,6 +438,7 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 	const struct option *lo;
 	const char *so;
 	int c, r = 0, longindex = -1;
+	bool help = false;
 
 	gs_request_defaults(req);
 	gs_cli_getopt_tables(&lo, &so);
@@ -361,6 +447,10 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 	while ((c = getopt_long(argc, argv, so, lo, &longindex)) != -1) {
 		const struct gs_option *o = c > 0 && c != ':' && c != '?' ? gs_option_find(c) : NULL;
 
+		/* After --help the rest of the line is not checked: help
+		 * is what was asked for. */
+		if (help)
+			continue;
 		if (r < 0) {
 			/* After the error only one thing is asked of the rest
 			 * of the line: whether it wants its answer as JSON. */
@@ -394,7 +484,23 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 			spelled[c] = short_spelled[c];
 		}
 		longindex = -1;
+		if (o->type == GS_OT_HELP)
+			help = true;
 		r = set_option(o, optarg, req);
+	}
+	if (help) {
+		/* `gpuslate CMD --help`: CMD's options; without a command
+		 * word, the overview. */
+		if (optind >= argc || !strcmp(argv[optind], "help")) {
+			gs_cli_usage(stdout);
+			exit(GS_EXIT_CLEAN);
+		}
+		if (!set_command(req, argv[optind])) {
+			gs_err("unknown command '%s' (status, reclaim, wait, restore or run)", argv[optind]);
+			return -EINVAL;
+		}
+		(void)gs_cli_usage_cmd(stdout, req->cmd);
+		exit(GS_EXIT_CLEAN);
 	}
 	if (r < 0) {
 		/* For the document of the usage error: which command it was. */
@@ -408,7 +514,20 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 		return -EINVAL;
 	}
 	if (!strcmp(argv[optind], "help")) {
-		gs_cli_usage(stdout);
+		/* `gpuslate help [CMD]`, as git's. */
+		if (optind + 1 >= argc) {
+			gs_cli_usage(stdout);
+			exit(GS_EXIT_CLEAN);
+		}
+		if (!set_command(req, argv[optind + 1])) {
+			gs_err("help: unknown command '%s' (status, reclaim, wait, restore or run)", argv[optind + 1]);
+			return -EINVAL;
+		}
+		if (optind + 2 < argc) {
+			gs_err("unexpected argument '%s' (gpuslate help [CMD])", argv[optind + 2]);
+			return -EINVAL;
+		}
+		(void)gs_cli_usage_cmd(stdout, req->cmd);
 		exit(GS_EXIT_CLEAN);
 	}
 	if (!set_command(req, argv[optind])) {
@@ -435,10 +554,14 @@ int gs_cli_parse(int argc, char **argv, struct gs_request *req)
 		if (spelled[o->key] && !gs_option_valid_for(o, req->cmd)) {
 			/* Named as the user wrote it: `wait --dry-run` is told
 			 * about --dry-run, not -n. */
+			const char *why = req->cmd == GS_CMD_RUN && (o->cmds & GS_FOR_FLEET) == GS_FOR_FLEET
+						  ? ": 'run' is local only (run it on each host: ssh HOST gpuslate run ...)"
+						  : "";
+
 			if (spelled[o->key][0] == '-')
-				gs_err("option %s is not valid for '%s'", spelled[o->key], req->cmd_name);
+				gs_err("option %s is not valid for '%s'%s", spelled[o->key], req->cmd_name, why);
 			else
-				gs_err("option --%s is not valid for '%s'", spelled[o->key], req->cmd_name);
+				gs_err("option --%s is not valid for '%s'%s", spelled[o->key], req->cmd_name, why);
 			return -EINVAL;
 		}
 	return check_request(req);

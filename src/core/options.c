@@ -5,14 +5,20 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+/* Builds outside the Makefile (the analysis tools) get its default PREFIX;
+ * the Makefile passes the DOCDIR `make install` uses. */
+#ifndef GS_DOCDIR
+#define GS_DOCDIR "/usr/local/share/doc/gpuslate"
+#endif
+
 #define V(field) offsetof(struct gs_request, field)
 #define L(field) offsetof(struct gs_request, field), offsetof(struct gs_request, n_##field)
 
 /* name, key, arg, commands, forward, type, value, count, section, help */
 const struct gs_option gs_options[] = {
-	{ "gpus", 'g', "GPUS", GS_FOR_ALL, GS_FWD_IF_SET, GS_OT_GPUS, V(gpus), 0, "Selection (reclaim)",
+	{ "gpus", 'g', "GPUS", GS_FOR_ALL, GS_FWD_IF_SET, GS_OT_GPUS, V(gpus), 0, "GPUs",
 	  "indices, ranges or UUIDs: 0,2-3 or GPU-a2983c1e (repeatable)" },
-	{ "user", 'u', "USER", GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_LIST, L(users), NULL,
+	{ "user", 'u', "USER", GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_LIST, L(users), "Selection of processes",
 	  "only processes of USER (repeatable)" },
 	{ "unit", OPT_UNIT, "NAME", GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_LIST, L(units), NULL,
 	  "only processes of systemd unit NAME (repeatable)" },
@@ -25,7 +31,7 @@ const struct gs_option gs_options[] = {
 	{ "include", OPT_INCLUDE, "PROCNAME", GS_FOR_ACT, GS_FWD_IF_SET, GS_OT_LIST, L(includes), NULL,
 	  "also stop this protected daemon (repeatable)" },
 
-	{ "yes", 'y', NULL, GS_FOR_ACT | GS_FOR_RESTORE, GS_FWD_SPECIAL, GS_OT_FLAG, V(yes), 0, "Acting (reclaim, run, restore)",
+	{ "yes", 'y', NULL, GS_FOR_ACT | GS_FOR_RESTORE, GS_FWD_SPECIAL, GS_OT_FLAG, V(yes), 0, "Acting",
 	  "act without asking" },
 	{ "dry-run", 'n', NULL, GS_FOR_ACT | GS_FOR_RESTORE, GS_FWD_IF_SET, GS_OT_FLAG, V(dry_run), 0, NULL,
 	  "print the plan, change nothing" },
@@ -44,18 +50,18 @@ const struct gs_option gs_options[] = {
 	{ "reason", OPT_REASON, "TEXT", GS_FOR_ACT | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
 	  "text for the report (e.g. a Slurm drain reason)" },
 
-	{ "guard", OPT_GUARD, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(guard), 0, "While COMMAND runs (run)",
+	{ "guard", OPT_GUARD, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(guard), 0, "While COMMAND runs",
 	  "stop intruders (new holders of the selected GPUs outside\nCOMMAND's process tree) as reclaim would" },
 	{ "restore", OPT_RESTORE, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(restore), 0, NULL,
 	  "when COMMAND ends, start again what the reclaim stopped" },
 
 	{ "json", OPT_JSON, NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_FLAG, V(json), 0, "Output",
-	  "versioned JSON (gpuslate(1), /usr/share/doc/gpuslate/json.md)" },
+	  "versioned JSON (gpuslate(1), " GS_DOCDIR "/json.md)" },
 	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FLAG, V(csv), 0, NULL, "CSV" },
 	{ "query-gpu", OPT_QUERY_GPU, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_gpu), 0, NULL,
 	  "nvidia-smi compatible query (with --format)" },
 	{ "query-compute-apps", OPT_QUERY_APPS, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_apps), 0,
-	  NULL, "" },
+	  NULL, "nvidia-smi compatible: one line per process holding\na GPU (with --format)" },
 	{ "format", OPT_FORMAT, "FMT", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FORMAT, V(format), 0, NULL,
 	  "csv[,noheader][,nounits] or prometheus" },
 	{ "quiet", 'q', NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_FLAG, V(quiet), 0, NULL,
@@ -63,19 +69,19 @@ const struct gs_option gs_options[] = {
 	{ "verbose", 'v', NULL, GS_FOR_EVERY, GS_FWD_SPECIAL, GS_OT_FLAG, V(verbose), 0, NULL,
 	  "processes gpuslate could not inspect; with -w: every host's\nfull plan and report" },
 
-	{ "hosts", 'w', "LIST", GS_FOR_EVERY, GS_FWD_NO, GS_OT_LIST, L(hosts), "Fleet",
+	{ "hosts", 'w', "LIST", GS_FOR_FLEET, GS_FWD_NO, GS_OT_LIST, L(hosts), "Fleet",
 	  "run on hosts (gpu[01-16],pve1, @group, - for stdin)" },
-	{ "exclude", 'x', "LIST", GS_FOR_EVERY, GS_FWD_NO, GS_OT_LIST, L(excludes), NULL, "leave these hosts out" },
-	{ "fanout", 'f', "N", GS_FOR_EVERY, GS_FWD_NO, GS_OT_FANOUT, V(fanout), 0, NULL, "hosts at once (default 32)" },
-	{ "hosts-file", OPT_HOSTS_FILE, "FILE", GS_FOR_EVERY, GS_FWD_NO, GS_OT_STRING, V(hosts_file), 0, NULL,
+	{ "exclude", 'x', "LIST", GS_FOR_FLEET, GS_FWD_NO, GS_OT_LIST, L(excludes), NULL, "leave these hosts out" },
+	{ "fanout", 'f', "N", GS_FOR_FLEET, GS_FWD_NO, GS_OT_FANOUT, V(fanout), 0, NULL, "hosts at once (default 32)" },
+	{ "hosts-file", OPT_HOSTS_FILE, "FILE", GS_FOR_FLEET, GS_FWD_NO, GS_OT_STRING, V(hosts_file), 0, NULL,
 	  "inventory (default ~/.config/gpuslate/hosts, /etc/gpuslate/hosts)" },
-	{ "ssh", OPT_SSH, "CMD", GS_FOR_EVERY, GS_FWD_NO, GS_OT_STRING, V(ssh_cmd), 0, NULL,
+	{ "ssh", OPT_SSH, "CMD", GS_FOR_FLEET, GS_FWD_NO, GS_OT_STRING, V(ssh_cmd), 0, NULL,
 	  "ssh command and options (env GPUSLATE_SSH)" },
-	{ "remote-cmd", OPT_REMOTE_CMD, "CMD", GS_FOR_EVERY, GS_FWD_NO, GS_OT_STRING, V(remote_cmd), 0, NULL,
+	{ "remote-cmd", OPT_REMOTE_CMD, "CMD", GS_FOR_FLEET, GS_FWD_NO, GS_OT_STRING, V(remote_cmd), 0, NULL,
 	  "gpuslate on the remote hosts (default gpuslate)" },
-	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "TIME", GS_FOR_EVERY, GS_FWD_NO, GS_OT_MS, V(connect_timeout_ms), 0, NULL,
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "TIME", GS_FOR_FLEET, GS_FWD_NO, GS_OT_MS, V(connect_timeout_ms), 0, NULL,
 	  "(default 10s)" },
-	{ "command-timeout", OPT_COMMAND_TIMEOUT, "TIME", GS_FOR_EVERY, GS_FWD_NO, GS_OT_MS, V(command_timeout_ms), 0, NULL,
+	{ "command-timeout", OPT_COMMAND_TIMEOUT, "TIME", GS_FOR_FLEET, GS_FWD_NO, GS_OT_MS, V(command_timeout_ms), 0, NULL,
 	  "(default: 2 x --timeout + 2 x --grace + 60s)" },
 
 	{ "nvml-lib", OPT_NVML_LIB, "PATH", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(nvml_lib), 0, "Where to look",
@@ -88,8 +94,8 @@ const struct gs_option gs_options[] = {
 	  "device nodes directory (env GPUSLATE_DEV_ROOT)" },
 	{ "sys-root", OPT_SYS_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(sys_root), 0, NULL,
 	  "the /sys to read AMD/Intel GPUs from (env GPUSLATE_SYS_ROOT)" },
-	{ "proc-root", OPT_PROC_ROOT, "DIR", GS_FOR_ALL, GS_FWD_NO, GS_OT_STRING, V(proc_root), 0, NULL,
-	  "read this copy of /proc (status, reclaim --dry-run)" },
+	{ "proc-root", OPT_PROC_ROOT, "DIR", GS_FOR_STATUS | GS_FOR_RECLAIM | GS_FOR_WAIT, GS_FWD_NO, GS_OT_STRING, V(proc_root), 0, NULL,
+	  "read this copy of /proc (reclaim: only with --dry-run)" },
 	/* Given by a fleet controller to the far side, never by people. */
 	{ "remote", OPT_REMOTE, NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_REMOTE, V(remote), 0, NULL, NULL },
 

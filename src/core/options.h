@@ -33,8 +33,10 @@ enum {
 #define GS_FOR_ACT (GS_FOR_RECLAIM | GS_FOR_RUN)
 /* The commands that look at GPUs (restore looks only at its state file). */
 #define GS_FOR_ALL (GS_FOR_STATUS | GS_FOR_RECLAIM | GS_FOR_WAIT | GS_FOR_RUN)
-/* Options of every command: output, fleet, help. */
+/* Options of every command: output, help. */
 #define GS_FOR_EVERY (GS_FOR_ALL | GS_FOR_RESTORE)
+/* The fleet's: every command but run, which runs COMMAND here. */
+#define GS_FOR_FLEET (GS_FOR_EVERY & ~GS_FOR_RUN)
 
 /* What the value is and how it is stored at gs_option.off. */
 enum gs_opt_type {

@@ -84,10 +84,10 @@ man_option_entries() {
 	done
 }
 
-@test "man page: documents every option gpuslate --help lists" {
-	run "$BIN" --help
-	[ "$status" -eq 0 ]
-	grep -o -- '--[a-z][a-z0-9-]*' <<<"$output" | sort -u >"$TMP/help"
+@test "man page: documents every option gpuslate CMD --help lists" {
+	for c in status reclaim wait restore run; do
+		"$BIN" "$c" --help || return 1
+	done | grep -o -- '--[a-z][a-z0-9-]*' | sort -u >"$TMP/help"
 	man_option_entries >"$TMP/man"
 	[ "$(wc -l <"$TMP/help")" -ge 25 ]
 	while read -r o; do
@@ -239,6 +239,66 @@ bash_complete() {
 	[ -z "$output" ]
 }
 
+@test "bash completion: -g completes indices and UUIDs on every command that takes it" {
+	sh "$ROOT/tests/fakes/mkhost.sh" "$TMP/host" 3
+	export FAKE_NVML_STATE="$TMP/host/nvml" GPUSLATE_NVML_LIB="$BUILD/fakes/libnvidia-ml.so.1"
+	export GPUSLATE_DEV_ROOT="$TMP/host/dev"
+	mkdir -p "$TMP/bin" && ln -s "$BIN" "$TMP/bin/gpuslate"
+	uuids=$("$BIN" status --query-gpu=uuid --format=csv,noheader)
+	[ "$(wc -l <<<"$uuids")" -eq 3 ]
+	# the commands whose help lists -g
+	for c in status reclaim wait restore run; do
+		"$BIN" help "$c" | grep -qE '^ +-g, --gpus ' && echo "$c"
+	done >"$TMP/takes-g"
+	[ "$(wc -l <"$TMP/takes-g")" -ge 4 ]
+	while read -r c; do
+		run bash_complete "$TMP/bin/gpuslate" "$c" -g ""
+		[ "$output" = $'0\n1\n2' ] || { echo "$c -g: $output"; return 1; }
+		run bash_complete "$TMP/bin/gpuslate" "$c" --gpus G
+		[ "$output" = "$uuids" ] || { echo "$c --gpus G: $output"; return 1; }
+		run bash_complete "$TMP/bin/gpuslate" "$c" -g "0,GPU"
+		[ "$output" = "$(sed 's/^/0,/' <<<"$uuids")" ] || { echo "$c -g 0,GPU: $output"; return 1; }
+	done <"$TMP/takes-g"
+	# silent when gpuslate fails
+	run bash -c 'source "$1/completions/gpuslate.bash"
+		COMP_WORDS=(/nonexistent/gpuslate reclaim -g ""); COMP_CWORD=3; _gpuslate; echo "${#COMPREPLY[@]}"' _ "$ROOT"
+	[ "$output" = 0 ]
+}
+
+@test "bash completion: run -- completes a command, then that command's arguments, not gpuslate's" {
+	mkdir -p "$TMP/bin" "$TMP/cwd"
+	printf '#!/bin/sh\n' >"$TMP/bin/gs-probe-cmd" && chmod +x "$TMP/bin/gs-probe-cmd"
+	: >"$TMP/cwd/model-weights.bin"
+	cd "$TMP/cwd"
+	PATH=$TMP/bin:$PATH run bash_complete gpuslate run -y -- gs-probe-c
+	[ "$output" = gs-probe-cmd ]
+	PATH=$TMP/bin:$PATH run bash_complete gpuslate -g 0 run -- gs-probe-c
+	[ "$output" = gs-probe-cmd ]
+	# COMMAND's arguments: files here (no bash-completion loaded), never
+	# gpuslate's options or GPUs
+	run bash_complete gpuslate run -y -- gs-probe-cmd model-
+	[ "$output" = model-weights.bin ]
+	run bash_complete gpuslate run -- gs-probe-cmd --gu
+	! grep -q -- --guard <<<"$output"
+	run bash_complete gpuslate run -- gs-probe-cmd -g ""
+	! grep -qx 0 <<<"$output"
+	# before "--" it is gpuslate's line
+	run bash_complete gpuslate run --gu
+	[ "$output" = --guard ]
+	# and help takes a command
+	run bash_complete gpuslate help re
+	[ "$output" = $'reclaim\nrestore' ]
+}
+
+@test "bash completion: each command is offered the options its --help lists (but --proc-root)" {
+	for c in status reclaim wait restore run; do
+		"$BIN" help "$c" | sed -nE 's/^ +(-[a-zA-Z0-9], )?(--[a-z0-9-]+).*/\1\2/p' | tr -d ',' | tr ' ' '\n' |
+			grep . | grep -vx -- --proc-root | sort -u >"$TMP/$c.help"
+		bash_complete gpuslate "$c" - | sed 's/=$//' | sort -u >"$TMP/$c.bash"
+		diff -u "$TMP/$c.help" "$TMP/$c.bash" || { echo "$c: --help (-) and the bash completion (+) differ"; return 1; }
+	done
+}
+
 @test "zsh completion: parses and is a completion function" {
 	if command -v zsh >/dev/null; then
 		zsh -n "$ROOT/completions/_gpuslate"
@@ -289,8 +349,13 @@ expected_files() {
 	for f in $(sed -n '/^\.SH "SEE ALSO"/,$p' "$BUILD/gpuslate.1" | grep -o '[a-z]*\.md' | sort -u); do
 		[ -s "$doc/$f" ] || { echo "$f named by the man page, not installed"; return 1; }
 	done
-	run "$BIN" --help
-	[[ $output == *"/usr/share/doc/gpuslate/json.md"* ]]
+	# The installed binary's --help names where this installation put the
+	# documents (the build was made again for this PREFIX).
+	run "$TMP/root/opt/gs/bin/gpuslate" --help
+	[[ $output == *"/opt/gs/share/doc/gpuslate/json.md"* ]] || { echo "$output" | grep json.md; return 1; }
+	for f in $(grep -o '/opt/gs/share/doc/gpuslate/[a-z.]*' <<<"$output"); do
+		[ -s "$TMP/root$f" ] || { echo "--help names $f, not installed"; return 1; }
+	done
 	grep -qx 'ExecStopPost=+/opt/gs/bin/gpuslate reclaim -y -q --unit %n --timeout 60' "$doc/examples/systemd-gpuslate.conf"
 	! grep -q '/usr/bin/gpuslate' "$doc/examples/systemd-gpuslate.conf"
 }
@@ -540,4 +605,63 @@ in_private_run() {
 	[ "$(grep -v '^#' "$ROOT/.ci/run" | grep . | tail -n 1)" = "tools/install-deps test && make check" ]
 	run "$ROOT/tools/install-deps" bogus
 	[ "$status" -eq 2 ]
+}
+
+@test "install-deps: the default set has what make install needs (scdoc), the deb set what make deb needs" {
+	build=$("$ROOT/tools/install-deps" --list)
+	deb=$("$ROOT/tools/install-deps" --list deb)
+	test=$("$ROOT/tools/install-deps" --list test)
+	# make install builds the man page with the Makefile's SCDOC
+	scdoc=$(sed -n 's/^SCDOC ?= *//p' "$ROOT/Makefile")
+	grep -qx "$scdoc" <<<"$build" || { echo "the default set lacks $scdoc"; return 1; }
+	[ "$("$ROOT/tools/install-deps" --list demo)" = "$build" ]
+	# make deb: debian/control's Build-Depends (debhelper-compat is
+	# debhelper's), dpkg-buildpackage (dpkg-dev); the build set too
+	sed -n '/^Build-Depends:/,/^[A-Z]/p' "$ROOT/debian/control" | sed 's/^Build-Depends://' |
+		tr ',' '\n' | sed -E 's/\(.*//; s/^[[:space:]]+//; s/[[:space:]]+$//; s/^debhelper-compat$/debhelper/' |
+		grep -E '^[a-z0-9][a-z0-9.+-]+$' >"$TMP/bdeps"
+	[ "$(wc -l <"$TMP/bdeps")" -ge 3 ]
+	echo dpkg-dev >>"$TMP/bdeps"
+	while read -r p; do
+		grep -qx "$p" <<<"$deb" || { echo "the deb set lacks $p"; return 1; }
+		grep -qx "$p" <<<"$test" || { echo "the test set lacks $p"; return 1; }
+	done <"$TMP/bdeps"
+	while read -r p; do
+		grep -qx "$p" <<<"$deb" || { echo "the deb set lacks the build set's $p"; return 1; }
+	done <<<"$build"
+	# The README's install lines start from the sets, and name make deb's packages.
+	grep -qE '^    tools/install-deps && make && sudo make install ' "$ROOT/README.md"
+	grep -qE '^    tools/install-deps deb && make deb ' "$ROOT/README.md"
+	while read -r p; do
+		grep -qw -- "$p" "$ROOT/README.md" || { echo "README does not name $p"; return 1; }
+	done <<<"$deb"
+}
+
+@test "make man: a failing or missing scdoc fails make, names it, and leaves no page and no .tmp" {
+	for sc in false "$TMP/no-such-scdoc"; do
+		run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man B="$TMP/b" SCDOC="$sc"
+		[ "$status" -ne 0 ] || { echo "SCDOC=$sc: make succeeded"; return 1; }
+		grep -qF "$sc" <<<"$output" || { echo "SCDOC=$sc: not named: $output"; return 1; }
+		[ ! -e "$TMP/b/gpuslate.1" ] && [ ! -e "$TMP/b/gpuslate.1.tmp" ] ||
+			{ echo "SCDOC=$sc left $(ls "$TMP/b")"; return 1; }
+	done
+	# and a working one writes the page, no .tmp
+	run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" man B="$TMP/b"
+	[ "$status" -eq 0 ]
+	[ -s "$TMP/b/gpuslate.1" ] && [ ! -e "$TMP/b/gpuslate.1.tmp" ]
+}
+
+@test "make demo: the holders show real programs' command lines, and the demo ends with its verdict" {
+	[ -x "$BUILD/gpuslate" ] && [ -x "$BUILD/fakes/gs-holder" ] || skip "build/gpuslate and the fakes are not built"
+	run env -C "$ROOT" TMPDIR="$TMP" GPUSLATE_BUILD="$BUILD" bash tests/demo.sh
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	# the first status: the holders' rows
+	sed -n '/^\$ gpuslate status$/,/^\$ gpuslate reclaim/p' <<<"$output" >"$TMP/status"
+	grep -qE '^ +[0-9]+ +root +python3 -m vllm' "$TMP/status" || { cat "$TMP/status"; return 1; }
+	grep -qE '^ +[0-9]+ +root +torchrun --' "$TMP/status"
+	grep -qE '^ +[0-9]+ +root +nvidia-persiste' "$TMP/status"
+	# none of the fake holder's own options is to be seen anywhere
+	! grep -qE -- '--(ready-file|mib|gpu [0-9]|client|fork-child|sigign-term)' <<<"$output"
+	grep -q '^Verdict: clean' <<<"$output"
+	[ "$(tail -n 2 <<<"$output")" = $'0, 0 MiB\n1, 0 MiB' ]
 }

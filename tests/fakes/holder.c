@@ -644,6 +644,30 @@ int main(int argc, char **argv)
 	};
 	sigset_t wait_mask;
 	int c;
+	/* GS_HOLDER_ARGS: the options, split at blanks; the command line is
+	 * then only for show, all of it (`exec -a python3 gs-holder -m vllm...`
+	 * in make demo), so a holder can look like any program. */
+	const char *env_args = getenv("GS_HOLDER_ARGS");
+	char *env_copy = NULL, *env_argv[256];
+
+	if (env_args) {
+		char *save = NULL;
+		int n = 0;
+
+		env_copy = strdup(env_args);
+		if (!env_copy)
+			die("out of memory");
+		env_argv[n++] = argv[0];
+		for (char *t = strtok_r(env_copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+			if (n == (int)(sizeof(env_argv) / sizeof(env_argv[0])) - 1)
+				die("GS_HOLDER_ARGS: too many words");
+			env_argv[n++] = t;
+		}
+		env_argv[n] = NULL;
+		argc = n;
+		argv = env_argv;
+		unsetenv("GS_HOLDER_ARGS");
+	}
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
