@@ -43,6 +43,10 @@ const struct gs_option gs_options[] = {
 	  "watch a supervising parent this long for a restart\n(default 2.5s; its restart delay, if longer)" },
 	{ "reason", OPT_REASON, "TEXT", GS_FOR_ACT | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
 	  "text for the report (e.g. a Slurm drain reason)" },
+	/* Set per host by a fleet controller (src/cli/cmd_fleet.c), never
+	 * forwarded from its own command line. */
+	{ "expect", OPT_EXPECT, "PIDS", GS_FOR_RECLAIM, GS_FWD_NO, GS_OT_STRING, V(expect), 0, NULL,
+	  "stop nothing if the plan has a target not in PIDS\n(PID:STARTTIME,... or none; what a fleet confirmed)" },
 
 	{ "guard", OPT_GUARD, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(guard), 0, "While COMMAND runs (run)",
 	  "stop intruders (new holders of the selected GPUs outside\nCOMMAND's process tree) as reclaim would" },

@@ -51,6 +51,10 @@ struct gs_request {
 	uint64_t respawn_watch_ms;
 	uint64_t tolerance_mib;
 	const char *reason;
+	/* --expect PID:STARTTIME,...|none: the targets a fleet controller
+	 * showed and had confirmed; the stop happens only if the fresh plan
+	 * has no other (core/expect.h). NULL: not given. */
+	const char *expect;
 
 	/* run: COMMAND [ARGS...] after "--" (NULL-terminated), and what to do
 	 * while it runs and after */

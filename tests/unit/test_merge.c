@@ -311,7 +311,8 @@ static void test_status_host_verdict_is_taken_at_its_word(void **state)
 static void test_reclaim_documents(void **state)
 {
 	(void)state;
-	expect_line("reclaim", 0, reclaim_clean, NULL, GS_HV_CLEAN, "clean, 2 GPUs, 0 MiB");
+	/* What was stopped is part of the line: it never folds with idle hosts. */
+	expect_line("reclaim", 0, reclaim_clean, NULL, GS_HV_CLEAN, "clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)");
 	/* dry run: memory_after is null, so the memory before is shown */
 	expect_line("reclaim", 0, reclaim_dry, NULL, GS_HV_DRY_RUN, "dry run, 2 GPUs, 1024 MiB: would stop 21831 (gs-holder)");
 	expect_line("reclaim", 1, reclaim_not_clean, NULL, GS_HV_NOT_CLEAN,
@@ -799,7 +800,8 @@ static void test_text_dry_run_interrupted_empty(void **state)
 	fleet_free(&f);
 
 	fleet_add(&f, "solo", "reclaim", 0, reclaim_clean, NULL);
-	expect_text(&f, false, "solo: clean, 2 GPUs, 0 MiB\n1 host: 1 clean, 0 not clean, 0 failed\n");
+	expect_text(&f, false,
+		    "solo: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)\n1 host: 1 clean, 0 not clean, 0 failed\n");
 	fleet_free(&f);
 
 	expect_text(&f, false, "0 hosts: 0 clean, 0 not clean, 0 failed\n");
@@ -991,6 +993,52 @@ static void test_json_document(void **state)
 	json_decref(j);
 }
 
+/* The stopped words: processes counted, names once each; the outcomes that
+ * are not a stop (gone before, refused) count for nothing. The plan's
+ * --expect text from a dry run: PIDs with start times, or refused. */
+static void test_stopped_words_and_expect(void **state)
+{
+	static const char doc[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"clean\", \"gpus\": "
+		"[{\"index\": 0, \"memory_after_mib\": 0}], \"processes\": ["
+		"{\"pid\": 10, \"comm\": \"vllm\", \"outcome\": \"exited-after-term\"},"
+		"{\"pid\": 11, \"comm\": \"python3\", \"outcome\": \"killed\"},"
+		"{\"pid\": 12, \"comm\": \"vllm\", \"outcome\": \"stopped-with-unit\"},"
+		"{\"pid\": 13, \"comm\": \"gone\", \"outcome\": \"already-gone\"},"
+		"{\"pid\": 14, \"comm\": \"root\", \"outcome\": \"permission-denied\"}]}";
+	static const char dry[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"start_time\": 555, \"comm\": \"vllm\"}, "
+		"{\"pid\": 11, \"start_time\": 0, \"comm\": \"x\"}]}}";
+	static const char dry_old[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"comm\": \"vllm\"}]}}";
+	static const char dry_none[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": []}}";
+	struct gs_host_result r;
+	char *e = NULL;
+
+	(void)state;
+	expect_line("reclaim", 0, doc, NULL, GS_HV_CLEAN, "clean, 1 GPU, 0 MiB, stopped 3 processes (vllm, python3)");
+	judge(&r, "h", "reclaim", 0, dry, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), 0);
+	assert_string_equal(e, "10:555,11:0");
+	free(e);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 0, dry_old, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), -EPROTO);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 0, dry_none, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), 0);
+	assert_string_equal(e, "none");
+	free(e);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 255, NULL, "ssh: connect to host h port 22: Connection refused\n");
+	assert_int_equal(gs_host_result_expect(&r, &e), -ENODATA);
+	gs_host_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1014,6 +1062,7 @@ int main(void)
 		cmocka_unit_test(test_exit_status_rule),
 		cmocka_unit_test(test_render_prefixed),
 		cmocka_unit_test(test_json_document),
+		cmocka_unit_test(test_stopped_words_and_expect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
