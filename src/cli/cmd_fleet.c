@@ -4,6 +4,7 @@
 #include "fleet/hostlist.h"
 #include "fleet/inventory.h"
 #include "fleet/merge.h"
+#include "fleet/prom.h"
 #include "fleet/remote.h"
 #include "util/runner.h"
 #include "out/status_out.h"
@@ -540,9 +541,25 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	}
 
 	if (!cli->json && (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus)) {
-		/* Data for scripts: only "HOST: line" on stdout; what went
+		/* Data for scripts: only "HOST: line" on stdout (for Prometheus
+		 * one exposition, a host label on every sample); what went
 		 * wrong on a host on stderr, one line each. */
-		r = print_prefixed(results, hosts.n);
+		if (cli->prometheus) {
+			char *text = NULL;
+			size_t dropped = 0;
+
+			r = gs_fleet_render_prometheus(results, hosts.n, &text, &dropped);
+			if (r == 0) {
+				fputs(text, stdout);
+				free(text);
+				if (dropped)
+					gs_warn("%zu line%s of the hosts' expositions %s not metrics and %s left out", dropped,
+						dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
+						dropped == 1 ? "was" : "were");
+			}
+		} else {
+			r = print_prefixed(results, hosts.n);
+		}
 		if (r < 0) {
 			gs_err("out of memory");
 			rc = GS_EXIT_OUT_OF_MEMORY;

@@ -579,7 +579,7 @@ gpu01: 1, 0 MiB" ]
 	[ -z "$stderr" ]
 }
 
-@test "status --query-compute-apps, --csv and --format prometheus on a fleet: each line prefixed" {
+@test "status --query-compute-apps and --csv on a fleet: each line prefixed; --format prometheus: one exposition with host labels" {
 	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 2048
 	p=$(holder_pid h2)
 	run -0 --separate-stderr gs -w gpu01,gpu02 status --query-compute-apps=pid,used_memory --format=csv,noheader
@@ -587,11 +587,33 @@ gpu01: 1, 0 MiB" ]
 	run -0 --separate-stderr gs -w gpu01,gpu02 status --csv
 	[ "${lines[0]}" = "gpu01: gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders" ]
 	grep -q "^gpu02: $p,true," <<<"$output"
-	run -0 --separate-stderr gs -w gpu01,gpu02 status --format prometheus
-	grep -qx 'gpu01: gpuslate_up 1' <<<"$output"
-	grep -qx 'gpu02: gpuslate_gpu_memory_used_bytes{gpu="1",uuid="[^"]*"} 2147483648' <<<"$output"
-	# Every line carries its host.
-	[ "$(grep -cv '^gpu0[12]: ' <<<"$output")" = 0 ]
+	# Prometheus: one exposition, a host label on every sample, read by
+	# the client library's own parser (a collector's reading of it).
+	run -4 --separate-stderr gs -w gpu01,gpu02,down01 status --format prometheus
+	echo "$output"
+	[ "$(grep -c '^# TYPE gpuslate_up gauge$' <<<"$output")" = 1 ]
+	[ "$(grep -c '^# HELP gpuslate_gpu_memory_used_bytes ' <<<"$output")" = 1 ]
+	! grep -q '^gpu0[12]: ' <<<"$output"
+	[[ "$stderr" == *"down01: unreachable"* ]]
+	printf '%s\n' "$output" >"$T/prom.txt"
+	# Debian's python3-prometheus-client (tools/install-deps test).
+	/usr/bin/python3 - "$T/prom.txt" <<-'PY'
+		import sys
+		from prometheus_client.parser import text_string_to_metric_families
+		text = open(sys.argv[1]).read()
+		fams = {f.name: f for f in text_string_to_metric_families(text)}
+		for f in fams.values():
+		    for s in f.samples:
+		        assert "host" in s.labels, s
+		up = {s.labels["host"]: s.value for s in fams["gpuslate_up"].samples}
+		assert up == {"gpu01": 1, "gpu02": 1, "down01": 0}, up
+		used = {(s.labels["host"], s.labels["gpu"]): s.value for s in fams["gpuslate_gpu_memory_used_bytes"].samples}
+		assert used == {("gpu01", "0"): 0, ("gpu01", "1"): 0, ("gpu02", "0"): 0, ("gpu02", "1"): 2147483648}, used
+		assert fams["gpuslate_gpu_memory_used_bytes"].type == "gauge"
+		held = [s for s in fams["gpuslate_gpu_holders"].samples
+		        if s.labels["host"] == "gpu02" and s.labels["role"] == "compute" and s.labels["gpu"] == "1"]
+		assert len(held) == 1 and held[0].value == 1, held
+	PY
 	# A bad field is refused before any host is contacted.
 	run -2 --separate-stderr gs -w gpu01,down01 status --query-gpu=index,bogus --format=csv
 	[ "$stderr" = 'gpuslate: Field "bogus" is not a valid field to query.' ]

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "fleet/merge.h"
+#include "fleet/prom.h"
 #include "util/util.h"
 
 /* ---- host documents ---------------------------------------------------- */
@@ -1039,6 +1040,37 @@ static void test_stopped_words_and_expect(void **state)
 	gs_host_result_free(&r);
 }
 
+/* A fleet's Prometheus: one exposition; a host's junk lines are dropped,
+ * never copied; its own host label becomes exported_host. */
+static void test_prometheus_merge(void **state)
+{
+	static const char a[] =
+		"{\"schema_version\": 1, \"command\": \"status\", \"verdict\": \"clean\", \"gpus\": [], \"output\": "
+		"\"# HELP gpuslate_up up.\\n# TYPE gpuslate_up gauge\\ngpuslate_up 1\\n"
+		"# HELP m_last last.\\n# TYPE m_last gauge\\nm_last{host=\\\"vm\\\",v=\\\"a\\\\\\\"b\\\"} 1\\n\"}";
+	static const char b[] =
+		"{\"schema_version\": 1, \"command\": \"status\", \"verdict\": \"clean\", \"gpus\": [], \"output\": "
+		"\"# HELP gpuslate_up up.\\n# TYPE gpuslate_up gauge\\ngpuslate_up 1\\n"
+		"junk line\\n# TYPE x bogus\\nm_last{v=\\\"\\u001b[31m\\\"} 2\\nm_last 3 4\\nm_last{a=\\\"1\\\"} 1; rm\\n\"}";
+	struct fleet f = { .n = 0 };
+	size_t dropped = 99;
+	char *text = NULL;
+
+	(void)state;
+	fleet_add(&f, "h1", "status", 0, a, NULL);
+	fleet_add(&f, "h2", "status", 0, b, NULL);
+	fleet_add(&f, "h3", "status", 255, NULL, "ssh: connect to host h3 port 22: Connection refused\n");
+	assert_int_equal(gs_fleet_render_prometheus(f.r, f.n, &text, &dropped), 0);
+	assert_string_equal(text, "# HELP gpuslate_up up.\n# TYPE gpuslate_up gauge\n"
+				  "gpuslate_up{host=\"h1\"} 1\ngpuslate_up{host=\"h2\"} 1\ngpuslate_up{host=\"h3\"} 0\n"
+				  "# HELP m_last last.\n# TYPE m_last gauge\n"
+				  "m_last{host=\"h1\",exported_host=\"vm\",v=\"a\\\"b\"} 1\n"
+				  "m_last{host=\"h2\"} 3 4\n");
+	assert_int_equal(dropped, 4);
+	free(text);
+	fleet_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1063,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_render_prefixed),
 		cmocka_unit_test(test_json_document),
 		cmocka_unit_test(test_stopped_words_and_expect),
+		cmocka_unit_test(test_prometheus_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
