@@ -52,6 +52,8 @@ const struct gs_option gs_options[] = {
 	  "stop intruders (new holders of the selected GPUs outside\nCOMMAND's process tree) as reclaim would" },
 	{ "restore", OPT_RESTORE, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(restore), 0, NULL,
 	  "when COMMAND ends, start again what the reclaim stopped" },
+	{ "json-file", OPT_JSON_FILE, "FILE", GS_FOR_RUN, GS_FWD_NO, GS_OT_STRING, V(json_file), 0, NULL,
+	  "the --json document into FILE (atomically), not stdout:\nstdout stays COMMAND's" },
 
 	{ "json", OPT_JSON, NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_FLAG, V(json), 0, "Output",
 	  "versioned JSON (gpuslate(1), /usr/share/doc/gpuslate/json.md)" },

@@ -61,6 +61,7 @@ struct gs_request {
 	char *const *run_argv;
 	bool guard;                       /* --guard: stop intruders */
 	bool restore;                     /* --restore: start again what was stopped */
+	const char *json_file;            /* --json-file: the document there, not on stdout */
 
 	/* output */
 	bool json, csv, quiet, prometheus;
