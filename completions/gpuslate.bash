@@ -22,7 +22,7 @@ _gpuslate_cmd_opts()
 {
 	case $1 in
 	status)
-		echo "$_gpuslate_common --csv --query-gpu= --query-compute-apps= --format"
+		echo "$_gpuslate_common --csv --csv=processes --query-gpu= --query-compute-apps= --format"
 		;;
 	reclaim)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients

@@ -57,7 +57,8 @@ const struct gs_option gs_options[] = {
 
 	{ "json", OPT_JSON, NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_FLAG, V(json), 0, "Output",
 	  "versioned JSON (gpuslate(1), /usr/share/doc/gpuslate/json.md)" },
-	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FLAG, V(csv), 0, NULL, "CSV" },
+	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_CSV, V(csv), 0, NULL,
+	  "CSV, one table: the GPUs (--csv, --csv=gpus) or\nthe processes (--csv=processes)" },
 	{ "query-gpu", OPT_QUERY_GPU, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_gpu), 0, NULL,
 	  "nvidia-smi compatible query (with --format)" },
 	{ "query-compute-apps", OPT_QUERY_APPS, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_apps), 0,

@@ -48,6 +48,7 @@ enum gs_opt_type {
 	GS_OT_MIB,       /* uint64_t MiB, at most 2^24 */
 	GS_OT_FANOUT,    /* unsigned, 1 to 4096 */
 	GS_OT_FORMAT,    /* const char *; "prometheus" also sets prometheus */
+	GS_OT_CSV,       /* bool; an optional =gpus or =processes (csv_processes) */
 	GS_OT_REMOTE,    /* bool; implies json and quiet */
 	GS_OT_HELP,
 	GS_OT_VERSION,

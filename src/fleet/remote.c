@@ -126,6 +126,10 @@ static int add_forwarded(struct gs_strv *s, const struct gs_option *o, const str
 	case GS_OT_FLAG:
 	case GS_OT_REMOTE:
 		return *(const bool *)(base + o->off) ? gs_strv_add(s, opt) : 0;
+	case GS_OT_CSV:
+		if (!*(const bool *)(base + o->off))
+			return 0;
+		return req->csv_processes ? add_opt(s, opt, "processes") : gs_strv_add(s, opt);
 	case GS_OT_STRING:
 	case GS_OT_GPUS:
 	case GS_OT_FORMAT: {

@@ -586,6 +586,8 @@ gpu01: 1, 0 MiB" ]
 	[ "$output" = "gpu02: $p, 2048 MiB" ]
 	run -0 --separate-stderr gs -w gpu01,gpu02 status --csv
 	[ "${lines[0]}" = "gpu01: gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders" ]
+	run -0 --separate-stderr gs -w gpu01,gpu02 status --csv=processes
+	[ "${lines[0]}" = "gpu01: pid,alive,user,name,comm,command,gpus,memory_mib,role,owner_kind,owner_name,owner_unit" ]
 	grep -q "^gpu02: $p,true," <<<"$output"
 	# Prometheus: one exposition, a host label on every sample, read by
 	# the client library's own parser (a collector's reading of it).
