@@ -144,7 +144,8 @@ static int build_hostlist(const struct gs_request *cli, const struct gs_inventor
 }
 
 /* Acting on many hosts wants the same consent as acting on one: a
- * terminal to say yes on, or -y. Asked before any host is contacted. */
+ * terminal to say yes on, or -y. Checked before any host is contacted;
+ * restore asks here, reclaim after the hosts' plans (plans_then_act). */
 static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlist *hosts)
 {
 	char *folded = NULL, line[16];
@@ -157,7 +158,7 @@ static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlis
 		       hosts->n == 1 ? "" : "s");
 		return GS_EXIT_REFUSED;
 	}
-	/* reclaim asks once it has every host's plan (plans_then_ask). */
+	/* reclaim asks once it has every host's plan (plans_then_act). */
 	if (cli->cmd == GS_CMD_RECLAIM)
 		return 0;
 	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0) {
