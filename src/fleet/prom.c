@@ -183,7 +183,9 @@ static int take_sample(struct merged *m, const char *s, const char *end, const c
 					v += 2;
 					continue;
 				}
-				if ((unsigned char)*v < 0x20)
+				/* Printable ASCII only: bytes that are not valid
+				 * UTF-8 would make the whole exposition unreadable. */
+				if ((unsigned char)*v < 0x20 || (unsigned char)*v >= 0x7f)
 					goto bad;
 				r = gs_strbuf_putc(&out, *v++);
 			}

@@ -7,8 +7,9 @@
  * A host that failed adds gpuslate_up{host="NAME"} 0.
  *
  * The hosts' text is remote input: a line that is not a HELP, TYPE,
- * comment or well-formed sample is dropped (counted in *dropped), never
- * copied, so one host cannot break the document for the others.
+ * comment or well-formed sample (printable ASCII) is dropped (counted in
+ * *dropped), never copied, so one host cannot break the document for the
+ * others.
  *
  * Library code: returns 0 or -errno, never prints. */
 #ifndef GS_FLEET_PROM_H
