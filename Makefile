@@ -224,7 +224,7 @@ FUZZ_SRC_hostlist := src/fleet/hostlist.c src/util/sanitize.c src/util/util.c
 FUZZ_SRC_inventory := src/fleet/inventory.c src/fleet/hostlist.c src/util/sanitize.c src/util/strbuf.c src/util/strv.c \
 	src/util/util.c
 FUZZ_SRC_gpusel := src/core/gpusel.c src/util/pci.c src/util/util.c
-FUZZ_SRC_merge := src/fleet/merge.c src/fleet/hostlist.c src/core/verdict.c src/util/sanitize.c src/util/strbuf.c \
+FUZZ_SRC_merge := src/fleet/merge.c src/fleet/prom.c src/fleet/hostlist.c src/core/verdict.c src/core/expect.c src/util/sanitize.c src/util/strbuf.c \
 	src/util/util.c
 FUZZ_SRC_drm_fdinfo := src/proc/drm_fdinfo.c src/util/pci.c src/util/util.c
 FUZZ_SRC_kfd_properties := src/gpu/kfd.c src/util/pci.c src/util/util.c

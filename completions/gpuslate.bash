@@ -6,7 +6,7 @@
 
 # Options that take an argument (as in the option table, src/core/options.c).
 _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
-	--grace --timeout --tolerance --respawn-watch --reason --query-gpu --query-compute-apps
+	--grace --timeout --tolerance --respawn-watch --reason --expect --json-file --query-gpu --query-compute-apps
 	--format -w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
 	--connect-timeout --command-timeout --nvml-lib --dev-root --sys-root
 	--proc-root --nvml-timeout'
@@ -25,12 +25,12 @@ _gpuslate_cmd_opts()
 {
 	case $1 in
 	status)
-		echo "$_gpuslate_common --csv --query-gpu= --query-compute-apps= --format"
+		echo "$_gpuslate_common --csv --csv=processes --query-gpu= --query-compute-apps= --format"
 		;;
 	reclaim)
 		echo "$_gpuslate_common -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
-			--no-units --include-parent --respawn-watch --reason"
+			--no-units --include-parent --respawn-watch --reason --expect"
 		;;
 	wait)
 		echo "$_gpuslate_common --timeout --tolerance --reason"
@@ -42,7 +42,7 @@ _gpuslate_cmd_opts()
 	run)
 		echo "$_gpuslate_every $_gpuslate_look -u --user --unit --container --match --include-clients
 			--include -y --yes -n --dry-run --grace --timeout --tolerance
-			--no-units --include-parent --respawn-watch --reason --guard --restore"
+			--no-units --include-parent --respawn-watch --reason --guard --restore --json-file"
 		;;
 	*)
 		echo "$_gpuslate_common"

@@ -50,6 +50,11 @@ void gs_remote_watch_stdin(void);
 /* Every --json document goes to stdout through here: the one place that
  * knows whether this run printed one. */
 void gs_cli_print_json(json_t *doc);
+/* run --json-file: gs_cli_print_json writes FILE (atomically) instead of
+ * stdout. 0, or -errno when FILE's directory cannot be written in. */
+int gs_cli_set_json_file(const char *path);
+/* Writing the document to the --json-file failed (an error was printed). */
+bool gs_cli_json_file_failed(void);
 bool gs_cli_json_printed(void);
 
 /* A document that is printed although the command failed (status without

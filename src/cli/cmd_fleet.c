@@ -4,6 +4,7 @@
 #include "fleet/hostlist.h"
 #include "fleet/inventory.h"
 #include "fleet/merge.h"
+#include "fleet/prom.h"
 #include "fleet/remote.h"
 #include "util/runner.h"
 #include "out/status_out.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* Bounds on what one host may send back. */
@@ -142,7 +144,8 @@ static int build_hostlist(const struct gs_request *cli, const struct gs_inventor
 }
 
 /* Acting on many hosts wants the same consent as acting on one: a
- * terminal to say yes on, or -y. Asked before any host is contacted. */
+ * terminal to say yes on, or -y. Checked before any host is contacted;
+ * restore asks here, reclaim after the hosts' plans (plans_then_act). */
 static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlist *hosts)
 {
 	char *folded = NULL, line[16];
@@ -155,17 +158,15 @@ static int confirm_reclaim(const struct gs_request *cli, const struct gs_hostlis
 		       hosts->n == 1 ? "" : "s");
 		return GS_EXIT_REFUSED;
 	}
+	/* reclaim asks once it has every host's plan (plans_then_act). */
+	if (cli->cmd == GS_CMD_RECLAIM)
+		return 0;
 	if (gs_hostlist_fold(hosts->hosts, hosts->n, &folded) < 0) {
 		gs_err("out of memory");
 		return GS_EXIT_OUT_OF_MEMORY;
 	}
-	if (cli->cmd == GS_CMD_RESTORE)
-		fprintf(stderr, "restore on %zu host%s (%.200s%s): start again what gpuslate reclaim stopped there; proceed? [y/N] ",
-			hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "");
-	else
-		fprintf(stderr, "reclaim on %zu host%s (%.200s%s): stop the GPU holders%s%s, SIGTERM then SIGKILL after %.1f s; proceed? [y/N] ",
-			hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "",
-			cli->gpus ? " of GPUs " : " of every GPU", cli->gpus ? cli->gpus : "", cli->grace_ms / 1000.0);
+	fprintf(stderr, "restore on %zu host%s (%.200s%s): start again what gpuslate reclaim stopped there; proceed? [y/N] ",
+		hosts->n, hosts->n == 1 ? "" : "s", folded, strlen(folded) > 200 ? "..." : "");
 	fflush(stderr);
 	free(folded);
 	yes = fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
@@ -203,7 +204,7 @@ static int print_prefixed(const struct gs_host_result *results, size_t n)
 }
 
 struct fleet_run {
-	const struct gs_hostlist *hosts;
+	char *const *names;
 	struct gs_host_result *results;
 	const struct gs_merge_opts *mo;
 	size_t done, failed, total;
@@ -224,7 +225,7 @@ static void draw_progress(struct fleet_run *fr)
 static void on_finished(void *ud, size_t i, const struct gs_run_output *o)
 {
 	struct fleet_run *fr = ud;
-	int r = gs_host_result_make(&fr->results[i], fr->hosts->hosts[i], o, fr->mo);
+	int r = gs_host_result_make(&fr->results[i], fr->names[i], o, fr->mo);
 
 	if (r < 0 && !fr->err)
 		fr->err = r;
@@ -246,6 +247,221 @@ static void on_tick(void *ud)
 	}
 }
 
+/* Run argvs[0..n) (one per host, names[i] its name) and judge each host
+ * into results[i]. 0, or the exit status of a fleet that could not run. */
+static int run_hosts(const struct gs_request *cli, char *const *names, size_t n, char ***argvs,
+		     struct gs_host_result *results, struct gs_run_output *outs)
+{
+	struct sigaction sa = { 0 }, old_int, old_term, old_pipe;
+	struct gs_merge_opts mo = {
+		.command = cli->cmd_name,
+		.deadline_ms = cli->command_timeout_ms,
+		.tolerance_mib = cli->tolerance_mib,
+	};
+	struct fleet_run fr = {
+		.names = names,
+		.results = results,
+		.mo = &mo,
+		.total = n,
+		/* --json keeps stderr for real errors, and progress is for
+		 * people: on a terminal either way. */
+		.progress = !cli->quiet && isatty(STDERR_FILENO) && !getenv("GPUSLATE_NO_PROGRESS"),
+	};
+	struct gs_runner_opts ro = {
+		.fanout = cli->fanout,
+		.deadline_ms = cli->command_timeout_ms,
+		.end_grace_ms = 2000,
+		.max_out = FLEET_MAX_OUT,
+		.max_err = FLEET_MAX_ERR,
+		.interrupted = &fleet_interrupted,
+		.finished = on_finished,
+		.tick = on_tick,
+		.ud = &fr,
+	};
+	int r;
+
+	if (n == 0)
+		return 0;
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old_pipe);
+	draw_progress(&fr);
+	r = gs_runner_run((char **const *)argvs, n, &ro, outs);
+	if (fr.drawn)
+		fprintf(stderr, "\r\033[K");
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	if (r < 0 || fr.err < 0) {
+		gs_err("running the fleet failed: %s", strerror(-(r < 0 ? r : fr.err)));
+		return gs_exit_of_error(r < 0 ? r : fr.err, GS_EXIT_DRIVER);
+	}
+	return 0;
+}
+
+static bool ask_proceed(void)
+{
+	char line[64];
+
+	fprintf(stderr, "Proceed? [y/N] ");
+	fflush(stderr);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	gs_strstrip(line);
+	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
+}
+
+/* A fleet reclaim on a terminal: every host's plan first (the remote side
+ * run with --dry-run), shown folded as the fleet's other output is, then
+ * one question; then each host that gave a plan is told to act on that
+ * plan alone (--expect: its confirmed targets, core/expect.h). A host whose
+ * targets changed in between stops nothing and says so (plan-changed). A
+ * host that gave no plan is not asked to act: its failure is the result.
+ * Fills results[0..hosts->n) as a plain run would. */
+static int plans_then_act(const struct gs_request *cli, const struct gs_hostlist *hosts,
+			  const struct gs_remote_ctx *act_ctx, struct gs_host_result *results,
+			  struct gs_run_output *outs)
+{
+	struct gs_request plan_req = *cli;
+	struct gs_remote_ctx plan_ctx = { 0 };
+	struct gs_host_result *plans = calloc(hosts->n, sizeof(*plans));
+	struct gs_run_output *plan_outs = calloc(hosts->n, sizeof(*plan_outs));
+	char ***plan_argvs = calloc(hosts->n, sizeof(*plan_argvs));
+	char **names = calloc(hosts->n, sizeof(*names));
+	size_t *which = calloc(hosts->n, sizeof(*which));
+	struct gs_host_result *acted = calloc(hosts->n, sizeof(*acted));
+	char ***argvs = calloc(hosts->n, sizeof(*argvs));
+	FILE *shown = cli->json ? stderr : stdout;
+	size_t n_act = 0, n_targets = 0;
+	char err[512], *text = NULL;
+	int rc = 0, r;
+
+	if (!plans || !plan_outs || !plan_argvs || !names || !which || !acted || !argvs) {
+		gs_err("out of memory");
+		rc = GS_EXIT_OUT_OF_MEMORY;
+		goto out;
+	}
+	plan_req.dry_run = true;
+	plan_req.cmd_name = "reclaim";
+	r = gs_remote_ctx_init(&plan_ctx, &plan_req, act_ctx->inv, err, sizeof(err));
+	for (size_t i = 0; r == 0 && i < hosts->n; i++)
+		r = gs_remote_argv(&plan_ctx, hosts->hosts[i], &plan_argvs[i], err, sizeof(err));
+	if (r < 0) {
+		gs_err("%s", err);
+		rc = gs_exit_of_error(r, GS_EXIT_USAGE);
+		goto out;
+	}
+	rc = run_hosts(&plan_req, hosts->hosts, hosts->n, plan_argvs, plans, plan_outs);
+	if (rc)
+		goto out;
+	if (cli->verbose) {
+		/* Each host's own plan, then the folded view. */
+		r = gs_fleet_render_prefixed(plans, hosts->n, &text);
+		if (r == 0 && *text)
+			fprintf(shown, "%s\n", text);
+		free(text);
+		text = NULL;
+	}
+	if (gs_fleet_render_lines(plans, hosts->n, &text) < 0) {
+		gs_err("out of memory");
+		rc = GS_EXIT_OUT_OF_MEMORY;
+		goto out;
+	}
+	fputs(text, shown);
+	free(text);
+	text = NULL;
+	fflush(shown);
+
+	/* What each host is held to; a host without a plan is left out. */
+	for (size_t i = 0; i < hosts->n; i++) {
+		char *expect = NULL, *word = NULL;
+		char *extra[2] = { NULL, NULL };
+
+		if (fleet_interrupted)
+			break;
+		r = gs_host_result_expect(&plans[i], &expect);
+		if (r == -ENOMEM) {
+			gs_err("out of memory");
+			rc = GS_EXIT_OUT_OF_MEMORY;
+			goto out;
+		}
+		if (r < 0) {
+			if (plans[i].verdict != GS_HV_FAILED) {
+				/* A plan without the identities to hold it to. */
+				plans[i].verdict = GS_HV_FAILED;
+				plans[i].failure = GS_HF_BAD_OUTPUT;
+				free(plans[i].error);
+				plans[i].error = strdup(r == -E2BIG ? "too many targets to confirm; not asked to act"
+								    : "its plan names no start times (an older gpuslate?); not asked to act");
+			}
+			continue;
+		}
+		n_targets += json_array_size(
+			json_object_get(json_object_get(plans[i].report, "plan"), "targets"));
+		if (asprintf(&word, "--expect=%s", expect) < 0)
+			word = NULL;
+		free(expect);
+		extra[0] = word;
+		r = word ? gs_remote_argv_with(act_ctx, hosts->hosts[i], extra, &argvs[n_act], err, sizeof(err)) : -ENOMEM;
+		free(word);
+		if (r < 0) {
+			gs_err("%s: %s", hosts->hosts[i], r == -ENOMEM ? "out of memory" : err);
+			rc = gs_exit_of_error(r, GS_EXIT_USAGE);
+			goto out;
+		}
+		names[n_act] = hosts->hosts[i];
+		which[n_act++] = i;
+	}
+	if (fleet_interrupted) {
+		gs_err("interrupted: nothing was stopped on any host");
+		rc = GS_EXIT_INTERRUPTED;
+		goto out;
+	}
+	if (n_targets) {
+		if (!ask_proceed()) {
+			gs_err("not confirmed: nothing was stopped on any host");
+			rc = GS_EXIT_REFUSED;
+			goto out;
+		}
+	}
+	rc = run_hosts(cli, names, n_act, argvs, acted, outs);
+	if (rc)
+		goto out;
+	/* The act's result where a host acted, the plan's failure where not. */
+	for (size_t k = 0, i = 0; i < hosts->n; i++) {
+		if (k < n_act && which[k] == i) {
+			results[i] = acted[k++];
+			memset(&acted[k - 1], 0, sizeof(acted[k - 1]));
+		} else {
+			results[i] = plans[i];
+			memset(&plans[i], 0, sizeof(plans[i]));
+		}
+	}
+out:
+	for (size_t i = 0; plans && i < hosts->n; i++)
+		gs_host_result_free(&plans[i]);
+	for (size_t i = 0; acted && i < hosts->n; i++)
+		gs_host_result_free(&acted[i]);
+	for (size_t i = 0; plan_outs && i < hosts->n; i++)
+		gs_run_output_free(&plan_outs[i]);
+	for (size_t i = 0; plan_argvs && i < hosts->n; i++)
+		gs_strv_free(plan_argvs[i]);
+	for (size_t i = 0; argvs && i < hosts->n; i++)
+		gs_strv_free(argvs[i]);
+	free(plans);
+	free(plan_outs);
+	free(plan_argvs);
+	free(names);
+	free(which);
+	free(acted);
+	free(argvs);
+	gs_remote_ctx_free(&plan_ctx);
+	return rc;
+}
+
 int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 {
 	struct gs_inventory inv = { 0 };
@@ -254,7 +470,6 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	struct gs_host_result *results = NULL;
 	struct gs_run_output *outs = NULL;
 	char ***argvs = NULL;
-	struct sigaction sa = { 0 }, old_int, old_term, old_pipe;
 	struct gs_fleet_summary sum;
 	bool have_inv = false;
 	char err[512];
@@ -269,6 +484,12 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 			gs_err("%s", err);
 			return GS_EXIT_USAGE;
 		}
+	}
+	if (cli->expect) {
+		/* Each host is held to the plan it showed; one list for all
+		 * would hold none of them to theirs. */
+		gs_err("--expect is set for each host by the fleet; it cannot be given with -w");
+		return GS_EXIT_USAGE;
 	}
 	if (cli->nvml_lib && getenv("GPUSLATE_NVML_LIB") != cli->nvml_lib)
 		gs_warn("--nvml-lib applies to this host only; it is not passed to the remote hosts");
@@ -310,58 +531,36 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv)
 	if (rc)
 		goto out;
 
-	sa.sa_handler = on_interrupt;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &old_pipe);
-	{
-		struct gs_merge_opts mo = {
-			.command = cli->cmd_name,
-			.deadline_ms = cli->command_timeout_ms,
-			.tolerance_mib = cli->tolerance_mib,
-		};
-		struct fleet_run fr = {
-			.hosts = &hosts,
-			.results = results,
-			.mo = &mo,
-			.total = hosts.n,
-			.progress = !cli->quiet && !cli->json && isatty(STDERR_FILENO) && !getenv("GPUSLATE_NO_PROGRESS"),
-		};
-		struct gs_runner_opts ro = {
-			.fanout = cli->fanout,
-			.deadline_ms = cli->command_timeout_ms,
-			.end_grace_ms = 2000,
-			.max_out = FLEET_MAX_OUT,
-			.max_err = FLEET_MAX_ERR,
-			.interrupted = &fleet_interrupted,
-			.finished = on_finished,
-			.tick = on_tick,
-			.ud = &fr,
-		};
-
-		/* --json keeps stderr for real errors; progress is for people. */
-		if (cli->json && !cli->quiet && isatty(STDERR_FILENO) && !getenv("GPUSLATE_NO_PROGRESS"))
-			fr.progress = true;
-		draw_progress(&fr);
-		r = gs_runner_run((char **const *)argvs, hosts.n, &ro, outs);
-		if (fr.drawn)
-			fprintf(stderr, "\r\033[K");
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGPIPE, &old_pipe, NULL);
-		if (r < 0 || fr.err < 0) {
-			gs_err("running the fleet failed: %s", strerror(-(r < 0 ? r : fr.err)));
-			rc = gs_exit_of_error(r < 0 ? r : fr.err, GS_EXIT_DRIVER);
+	if (cli->cmd == GS_CMD_RECLAIM && !cli->dry_run && !cli->yes) {
+		rc = plans_then_act(cli, &hosts, &ctx, results, outs);
+		if (rc)
 			goto out;
-		}
+	} else {
+		rc = run_hosts(cli, hosts.hosts, hosts.n, argvs, results, outs);
+		if (rc)
+			goto out;
 	}
 
 	if (!cli->json && (cli->csv || cli->query_gpu || cli->query_apps || cli->prometheus)) {
-		/* Data for scripts: only "HOST: line" on stdout; what went
+		/* Data for scripts: only "HOST: line" on stdout (for Prometheus
+		 * one exposition, a host label on every sample); what went
 		 * wrong on a host on stderr, one line each. */
-		r = print_prefixed(results, hosts.n);
+		if (cli->prometheus) {
+			char *text = NULL;
+			size_t dropped = 0;
+
+			r = gs_fleet_render_prometheus(results, hosts.n, &text, &dropped);
+			if (r == 0) {
+				fputs(text, stdout);
+				free(text);
+				if (dropped)
+					gs_warn("%zu line%s of the hosts' expositions %s not metrics and %s left out", dropped,
+						dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
+						dropped == 1 ? "was" : "were");
+			}
+		} else {
+			r = print_prefixed(results, hosts.n);
+		}
 		if (r < 0) {
 			gs_err("out of memory");
 			rc = GS_EXIT_OUT_OF_MEMORY;

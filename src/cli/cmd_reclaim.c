@@ -4,6 +4,7 @@
 #include "core/json_keys.h"
 #include "cli/cli.h"
 #include "core/reclaim.h"
+#include "core/expect.h"
 #include "core/json_keys.h"
 #include "out/reclaim_out.h"
 #include "util/sanitize.h"
@@ -173,6 +174,18 @@ static int run(const struct gs_request *req)
 	int status;
 
 	gs_cli_reclaim_hooks(req, stdout, &hooks);
+	if (req->expect) {
+		/* Junk is refused before anything is looked at, never read as
+		 * "stop whatever is there". */
+		struct gs_expect e;
+		char err[512];
+
+		if (gs_expect_parse(req->expect, &e, err, sizeof(err)) < 0) {
+			gs_err("%s", err);
+			return GS_EXIT_USAGE;
+		}
+		gs_expect_free(&e);
+	}
 
 	if (gs_reclaim_run(req, &hooks, &rc) < 0) {
 		gs_err("'%s' cannot run the reclaim pipeline", req->cmd_name);
@@ -186,6 +199,13 @@ static int run(const struct gs_request *req)
 		break;
 	case GS_VERDICT_REFUSED:
 		/* The hook said why on stderr; a program gets the document. */
+		if (req->json)
+			emit(req, &rc.rep);
+		break;
+	case GS_VERDICT_PLAN_CHANGED:
+		/* Nothing was stopped: the plan shown above is not the one
+		 * confirmed. Said where errors go; a program gets the document. */
+		gs_err("%s", rc.rep.message);
 		if (req->json)
 			emit(req, &rc.rep);
 		break;

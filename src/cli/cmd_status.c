@@ -77,7 +77,7 @@ static int print_status_text(FILE *f, const struct gs_request *cli, const struct
 			     const struct gs_gpuset *sel, char *err, size_t errlen)
 {
 	if (cli->csv) {
-		gs_print_status_csv(f, s, sel, !cli->gpus);
+		gs_print_status_csv(f, s, sel, !cli->gpus, cli->csv_processes);
 	} else if (cli->query_gpu || cli->query_apps) {
 		int r = cli->query_gpu ? gs_print_smi_query_gpu(f, s, sel, cli->query_gpu, cli->format, err, errlen)
 				       : gs_print_smi_query_apps(f, s, sel, cli->query_apps, cli->format, err, errlen);

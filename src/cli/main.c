@@ -68,7 +68,7 @@ static int run_command(struct gs_request *cli, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct gs_request cli = { 0 };
-	int rc;
+	int rc, jr;
 
 	/* One pidfd per process stopped: the soft limit (often 1024) is no
 	 * bound on how many processes a host runs. The stop stage still
@@ -77,8 +77,17 @@ int main(int argc, char **argv)
 	if (gs_cli_parse(argc, argv, &cli) < 0) {
 		fputs("Try 'gpuslate --help' for more information.\n", stderr);
 		rc = GS_EXIT_USAGE;
+	} else if (cli.json_file && (jr = gs_cli_set_json_file(cli.json_file)) < 0) {
+		gs_err("--json-file '%s': cannot write there: %s", cli.json_file, strerror(-jr));
+		rc = GS_EXIT_USAGE;
 	} else {
+		/* The document is --json's, written to FILE (stdout stays
+		 * COMMAND's). */
+		if (cli.json_file)
+			cli.json = true;
 		rc = run_command(&cli, argc, argv);
+		if (cli.json_file && gs_cli_json_file_failed() && rc == GS_EXIT_CLEAN)
+			rc = GS_EXIT_USAGE;
 	}
 	/* --json promises a document on every exit: a failure before the
 	 * command had one to print (a usage error, the lock, no driver, NVML

@@ -27,7 +27,11 @@ void gs_cli_getopt_tables(const struct option **ret_long, const char **ret_short
 
 		short_opts[k++] = ':';
 		for (const struct gs_option *o = gs_options; o->name && n < N_OPTIONS; o++, n++) {
-			long_opts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->key };
+			long_opts[n] = (struct option){ o->name,
+							o->type == GS_OT_CSV ? optional_argument
+							: o->arg	     ? required_argument
+									     : no_argument,
+							NULL, o->key };
 			if (o->key < 0x80) {
 				short_opts[k++] = (char)o->key;
 				if (o->arg)
@@ -294,6 +298,16 @@ static int set_option(const struct gs_option *o, const char *arg, struct gs_requ
 		*(const char **)(base + o->off) = arg;
 		if (!strcmp(arg, "prometheus"))
 			req->prometheus = true;
+		return 0;
+	case GS_OT_CSV:
+		/* --csv=TABLE only (an optional argument): "--csv processes"
+		 * stays an unexpected argument, never a silent table. */
+		if (arg && strcmp(arg, "gpus") && strcmp(arg, "processes")) {
+			gs_err("invalid --csv '%s': use --csv (the GPUs), --csv=gpus or --csv=processes", arg);
+			return -EINVAL;
+		}
+		*(bool *)(base + o->off) = true;
+		req->csv_processes = arg && !strcmp(arg, "processes");
 		return 0;
 	case GS_OT_REMOTE:
 		*(bool *)(base + o->off) = true;

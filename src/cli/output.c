@@ -8,7 +8,11 @@
 #include "util/sanitize.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -50,11 +54,92 @@ void gs_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* run --json-file: where the document goes instead of stdout (COMMAND
+ * keeps stdout), and whether writing it failed. */
+static const char *json_file;
+static bool json_file_failed;
+
+int gs_cli_set_json_file(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+
+	/* Checked before anything is stopped or run: a document that cannot
+	 * be written is known now, not after COMMAND's hours. */
+	if (!*path || (slash && !slash[1]))
+		return -EISDIR;
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK | X_OK) < 0)
+		return -errno;
+	json_file = path;
+	return 0;
+}
+
+bool gs_cli_json_file_failed(void)
+{
+	return json_file_failed;
+}
+
+/* The document into FILE whole or not at all: a temporary file beside it,
+ * written, synced, renamed over it. A reader never sees half a document. */
+static void write_json_file(json_t *doc)
+{
+	size_t len = strlen(json_file);
+	char *tmp = malloc(len + 8);
+	mode_t um = umask(0);
+	int fd = -1, r = 0;
+	FILE *f = NULL;
+
+	umask(um);
+	if (!tmp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(tmp, json_file, len);
+	memcpy(tmp + len, ".XXXXXX", 8);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* mkstemp makes it 0600; a report is as readable as the umask says. */
+	if (fchmod(fd, 0666 & ~um) < 0 || !(f = fdopen(fd, "w"))) {
+		r = -errno;
+		goto out;
+	}
+	fd = -1;
+	if (json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6)) < 0 ||
+	    fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !r)
+		r = -errno;
+	f = NULL;
+	if (!r && rename(tmp, json_file) < 0)
+		r = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r && tmp && (fd >= 0 || f || access(tmp, F_OK) == 0))
+		unlink(tmp);
+	free(tmp);
+	if (r) {
+		json_file_failed = true;
+		gs_err("cannot write the JSON document to %s: %s", json_file, strerror(-r));
+	}
+}
+
 void gs_cli_print_json(json_t *doc)
 {
+	json_printed = true;
+	if (json_file) {
+		write_json_file(doc);
+		return;
+	}
 	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 	fputc('\n', stdout);
-	json_printed = true;
 }
 
 bool gs_cli_json_printed(void)

@@ -30,6 +30,7 @@
 /* processes */
 #define GS_JK_PROCESSES "processes"
 #define GS_JK_PID "pid"
+#define GS_JK_START_TIME "start_time"
 #define GS_JK_COMM "comm"
 #define GS_JK_ROLE "role"
 #define GS_JK_MEMORY_MIB "memory_mib"

@@ -49,15 +49,22 @@ const struct gs_option gs_options[] = {
 	  "watch a supervising parent this long for a restart\n(default 2.5s; its restart delay, if longer)" },
 	{ "reason", OPT_REASON, "TEXT", GS_FOR_ACT | GS_FOR_WAIT, GS_FWD_IF_SET, GS_OT_STRING, V(reason), 0, NULL,
 	  "text for the report (e.g. a Slurm drain reason)" },
+	/* Set per host by a fleet controller (src/cli/cmd_fleet.c), never
+	 * forwarded from its own command line. */
+	{ "expect", OPT_EXPECT, "PIDS", GS_FOR_RECLAIM, GS_FWD_NO, GS_OT_STRING, V(expect), 0, NULL,
+	  "stop nothing if the plan has a target not in PIDS\n(PID:STARTTIME,... or none; what a fleet confirmed)" },
 
 	{ "guard", OPT_GUARD, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(guard), 0, "While COMMAND runs",
 	  "stop intruders (new holders of the selected GPUs outside\nCOMMAND's process tree) as reclaim would" },
 	{ "restore", OPT_RESTORE, NULL, GS_FOR_RUN, GS_FWD_NO, GS_OT_FLAG, V(restore), 0, NULL,
 	  "when COMMAND ends, start again what the reclaim stopped" },
+	{ "json-file", OPT_JSON_FILE, "FILE", GS_FOR_RUN, GS_FWD_NO, GS_OT_STRING, V(json_file), 0, NULL,
+	  "the --json document into FILE (atomically), not stdout:\nstdout stays COMMAND's" },
 
 	{ "json", OPT_JSON, NULL, GS_FOR_EVERY, GS_FWD_NO, GS_OT_FLAG, V(json), 0, "Output",
 	  "versioned JSON (gpuslate(1), " GS_DOCDIR "/json.md)" },
-	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_FLAG, V(csv), 0, NULL, "CSV" },
+	{ "csv", OPT_CSV, NULL, GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_CSV, V(csv), 0, NULL,
+	  "CSV, one table: the GPUs (--csv, --csv=gpus) or\nthe processes (--csv=processes)" },
 	{ "query-gpu", OPT_QUERY_GPU, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_gpu), 0, NULL,
 	  "nvidia-smi compatible query (with --format)" },
 	{ "query-compute-apps", OPT_QUERY_APPS, "FIELDS", GS_FOR_STATUS, GS_FWD_IF_SET, GS_OT_STRING, V(query_apps), 0,

@@ -1,6 +1,7 @@
 /* The reclaim pipeline: discover -> plan -> stop -> wait -> verify, and its
  * verdict. See reclaim.h. */
 #include "core/reclaim.h"
+#include "core/expect.h"
 #include "core/stopped.h"
 #include "proc/launcher.h"
 #include "util/sanitize.h"
@@ -1063,6 +1064,27 @@ static bool confirmed(struct gs_reclaim *rc)
 	return false;
 }
 
+/* --expect: the plan made now, under the lock, against the one a fleet
+ * controller showed and had confirmed. A target it did not show, or text
+ * that is not an expectation, stops nothing. Returns true to go on. */
+static bool plan_as_confirmed(struct gs_reclaim *rc, const struct gs_request *req)
+{
+	struct gs_expect e;
+	char err[512];
+	int r = gs_expect_parse(req->expect, &e, err, sizeof(err));
+
+	if (r < 0) {
+		fail(rc, gs_exit_of_error(r, GS_EXIT_USAGE), "%s", err);
+		return false;
+	}
+	r = gs_expect_check(&e, &rc->plan, rc->expect_msg, sizeof(rc->expect_msg));
+	gs_expect_free(&e);
+	if (r == 0)
+		return true;
+	conclude(rc, GS_VERDICT_PLAN_CHANGED, rc->expect_msg);
+	return false;
+}
+
 static int run(const struct gs_request *req, struct gs_reclaim *rc)
 {
 	bool wait_mode = req->cmd == GS_CMD_WAIT;
@@ -1160,6 +1182,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 			conclude(rc, GS_VERDICT_DRY_RUN, NULL);
 		return 0;
 	}
+	if (acting && req->expect && !plan_as_confirmed(rc, req))
+		return 0;
 	if (acting && rc->plan.n_targets && !req->yes && !confirmed(rc))
 		return 0;
 	return stop_and_wait(rc, req, acting);

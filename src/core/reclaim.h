@@ -99,6 +99,7 @@ struct gs_reclaim {
 	 * kind of failure. Empty when the reason was already told (a hook). */
 	char error[512];
 	bool no_match;                 /* the filters matched no process on the host */
+	char expect_msg[512];          /* why the plan is not the one --expect confirmed */
 	char no_match_msg[1024];
 
 	/* Owned state, released by gs_reclaim_free. */

@@ -51,15 +51,21 @@ struct gs_request {
 	uint64_t respawn_watch_ms;
 	uint64_t tolerance_mib;
 	const char *reason;
+	/* --expect PID:STARTTIME,...|none: the targets a fleet controller
+	 * showed and had confirmed; the stop happens only if the fresh plan
+	 * has no other (core/expect.h). NULL: not given. */
+	const char *expect;
 
 	/* run: COMMAND [ARGS...] after "--" (NULL-terminated), and what to do
 	 * while it runs and after */
 	char *const *run_argv;
 	bool guard;                       /* --guard: stop intruders */
 	bool restore;                     /* --restore: start again what was stopped */
+	const char *json_file;            /* --json-file: the document there, not on stdout */
 
 	/* output */
 	bool json, csv, quiet, prometheus;
+	bool csv_processes;               /* --csv=processes: that table, not the GPUs' */
 	bool verbose;                     /* -v: with -w, each host's own report */
 	bool remote;                      /* --remote: run for a fleet controller */
 	const char *query_gpu, *query_apps, *format;

@@ -26,6 +26,7 @@ static const struct {
 	[GS_VERDICT_NOTHING_TO_RESTORE] = { "nothing-to-restore", GS_EXIT_CLEAN },
 	[GS_VERDICT_NOT_RESTORED] = { "not-restored", GS_EXIT_NOT_RESTORED },
 	[GS_VERDICT_INTERRUPTED] = { "interrupted", GS_EXIT_INTERRUPTED },
+	[GS_VERDICT_PLAN_CHANGED] = { "plan-changed", GS_EXIT_PLAN_CHANGED },
 };
 
 const char *gs_verdict_name(enum gs_verdict v)

@@ -25,6 +25,10 @@ enum gs_exit {
 	/* run: COMMAND succeeded (exit 0), but an intruder held a selected
 	 * GPU while it ran: its results may not be what a clean GPU gives. */
 	GS_EXIT_INTRUDER = 9,
+	/* reclaim --expect: the fresh plan has a target that the confirmed
+	 * plan did not list (a fleet's host whose holders changed between the
+	 * plan it showed and the stop): nothing was stopped (core/expect.h). */
+	GS_EXIT_PLAN_CHANGED = 10,
 	/* gpuslate ran out of memory: it could not finish, so the GPUs are
 	 * not known to be clean (see gs_exit_of_error). */
 	GS_EXIT_OUT_OF_MEMORY = GS_EXIT_NOT_CLEAN,
@@ -54,6 +58,9 @@ enum gs_verdict {
 	/* reclaim, wait: a signal ended the stop or the wait; what was
 	 * done so far is reported, the GPUs are not verified. */
 	GS_VERDICT_INTERRUPTED,
+	/* reclaim --expect: the plan is not the one confirmed; nothing was
+	 * stopped. */
+	GS_VERDICT_PLAN_CHANGED,
 };
 
 /* "clean", "selection-gone", ...; NULL for GS_VERDICT_NONE. */

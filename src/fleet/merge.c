@@ -1,5 +1,6 @@
 /* Judging each host and merging the fleet report; see merge.h. */
 #include "core/json_keys.h"
+#include "core/expect.h"
 #include "util/strbuf.h"
 #include "core/snapshot.h"
 #include "core/verdict.h"
@@ -442,6 +443,49 @@ static int judge_early_failure(struct gs_host_result *r, json_t *doc, json_t *er
 	return r->error ? 0 : -ENOMEM;
 }
 
+/* What a reclaim stopped on the host, for its line: ", stopped 2 processes
+ * (vllm, python3)". A host where something was stopped must not fold with
+ * the idle ones into one "clean, 0 MiB". Names repeat once; "" when the
+ * host stopped nothing (or is a dry run). */
+static void stopped_words(json_t *doc, struct gs_strbuf *b)
+{
+	static const char *const stopped[] = { "exited-after-term", "killed", "stopped-with-unit" };
+	json_t *procs = json_object_get(doc, GS_JK_PROCESSES), *x;
+	const char *names[6];
+	size_t n = 0, shown = 0, i;
+	bool more = false;
+
+	json_array_foreach(procs, i, x) {
+		const char *o = json_string_value(json_object_get(x, "outcome"));
+		const char *c = json_string_value(json_object_get(x, GS_JK_COMM));
+		bool was = false, seen = false;
+
+		for (size_t k = 0; o && k < GS_ARRAY_SIZE(stopped); k++)
+			was = was || !strcmp(o, stopped[k]);
+		if (!was)
+			continue;
+		n++;
+		for (size_t k = 0; c && k < shown; k++)
+			seen = seen || !strcmp(names[k], c);
+		if (!c || seen)
+			continue;
+		if (shown < GS_ARRAY_SIZE(names))
+			names[shown++] = c;
+		else
+			more = true;
+	}
+	if (!n)
+		return;
+	gs_strbuf_addf(b, ", stopped %zu process%s (", n, n == 1 ? "" : "es");
+	for (size_t k = 0; k < shown; k++) {
+		char *safe = gs_text_dup(names[k], strlen(names[k]), 64);
+
+		gs_strbuf_addf(b, "%s%s", k ? ", " : "", safe ? safe : "?");
+		free(safe);
+	}
+	gs_strbuf_addf(b, "%s)", more ? ", ..." : "");
+}
+
 static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs_merge_opts *m)
 {
 	const char *cmd = json_string_value(json_object_get(doc, GS_JK_COMMAND));
@@ -519,10 +563,14 @@ static int judge_document(struct gs_host_result *r, json_t *doc, const struct gs
 		snprintf(mem, sizeof(mem), "memory unknown");
 	{
 		char *safe = why.p ? gs_text_dup(why.p, why.len, 4 * GS_LINE_BYTES) : NULL;
+		struct gs_strbuf st = { 0 };
 
-		r->line = xasprintf("%s, %zu GPU%s, %s%s%s", vword, ngpus, ngpus == 1 ? "" : "s", mem,
-				    safe && *safe ? ": " : "", safe && *safe ? safe : "");
+		if (strcmp(cmd, "status"))
+			stopped_words(doc, &st);
+		r->line = xasprintf("%s, %zu GPU%s, %s%s%s%s", vword, ngpus, ngpus == 1 ? "" : "s", mem,
+				    st.p ? st.p : "", safe && *safe ? ": " : "", safe && *safe ? safe : "");
 		free(safe);
+		free(st.p);
 	}
 	free(why.p);
 	return r->line ? 0 : -ENOMEM;
@@ -700,25 +748,14 @@ int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s)
 	return rc;
 }
 
-int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
-			 char **ret)
+/* The folded results and the failures, into f. */
+static int render_results(FILE *f, const struct gs_host_result *r, size_t n)
 {
-	bool restore = command && !strcmp(command, "restore");
-	struct gs_fleet_summary sum;
-	char *text = NULL, **names = NULL;
-	size_t tlen = 0;
 	bool *shown = calloc(n ? n : 1, sizeof(*shown));
-	FILE *f;
+	char **names = calloc(n ? n : 1, sizeof(*names));
 	int rc = 0;
 
-	names = calloc(n ? n : 1, sizeof(*names));
 	if (!shown || !names) {
-		free(shown);
-		free(names);
-		return -ENOMEM;
-	}
-	f = open_memstream(&text, &tlen);
-	if (!f) {
 		free(shown);
 		free(names);
 		return -ENOMEM;
@@ -747,6 +784,45 @@ int gs_fleet_render_text(const char *command, const struct gs_host_result *r, si
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (r[i].verdict == GS_HV_FAILED)
 			fprintf(f, "%s: %s\n", r[i].host, r[i].error ? r[i].error : "failed");
+	free(shown);
+	free(names);
+	return rc;
+}
+
+int gs_fleet_render_lines(const struct gs_host_result *r, size_t n, char **ret)
+{
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int rc;
+
+	if (!f)
+		return -ENOMEM;
+	rc = render_results(f, r, n);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*ret = text;
+	return 0;
+}
+
+int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
+			 char **ret)
+{
+	bool restore = command && !strcmp(command, "restore");
+	struct gs_fleet_summary sum;
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f;
+	int rc = 0;
+
+	f = open_memstream(&text, &tlen);
+	if (!f)
+		return -ENOMEM;
+	rc = render_results(f, r, n);
 	gs_fleet_summarize(r, n, &sum);
 	/* A restore's hosts are restored or not: "clean" would say
 	 * something about their GPUs that nobody checked. */
@@ -763,8 +839,6 @@ int gs_fleet_render_text(const char *command, const struct gs_host_result *r, si
 	fputc('\n', f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -ENOMEM;
-	free(shown);
-	free(names);
 	if (rc < 0) {
 		free(text);
 		return rc;
@@ -852,4 +926,39 @@ json_t *gs_fleet_json(const struct gs_host_result *r, size_t n, const char *comm
 	json_object_set_new(j, GS_JK_SUMMARY, sj);
 	json_object_set_new(j, GS_JK_EXIT_STATUS, json_integer(gs_fleet_exit_for(command, &sum)));
 	return j;
+}
+
+int gs_host_result_expect(const struct gs_host_result *r, char **ret)
+{
+	json_t *targets = r->report ? json_object_get(json_object_get(r->report, GS_JK_PLAN), GS_JK_TARGETS) : NULL;
+	struct gs_expect_item *items;
+	size_t n = json_array_size(targets), i;
+	json_t *t;
+	int rc;
+
+	if (!r->report || r->verdict == GS_HV_FAILED)
+		return -ENODATA;
+	if (targets && !json_is_array(targets))
+		return -EPROTO;
+	if (n > GS_EXPECT_MAX)
+		return -E2BIG;
+	items = calloc(n ? n : 1, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	json_array_foreach(targets, i, t) {
+		json_t *pid = json_object_get(t, GS_JK_PID), *st = json_object_get(t, GS_JK_START_TIME);
+
+		/* A host without start times (an older gpuslate) cannot be
+		 * held to its plan: it is not asked to act. */
+		if (!json_is_integer(pid) || !json_is_integer(st) || json_integer_value(pid) < 1 ||
+		    json_integer_value(pid) > GS_EXPECT_PID_MAX || json_integer_value(st) < 0) {
+			free(items);
+			return -EPROTO;
+		}
+		items[i].pid = (pid_t)json_integer_value(pid);
+		items[i].starttime = (uint64_t)json_integer_value(st);
+	}
+	rc = gs_expect_format(items, n, ret);
+	free(items);
+	return rc;
 }

@@ -96,6 +96,13 @@ int gs_fleet_exit_for(const char *command, const struct gs_fleet_summary *s);
  * line (a restore's says "restored", not "clean"). *ret is malloc'd. */
 int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
 			 char **ret);
+/* The folded results and the failures without the summary line: a
+ * fleet's plans before its question. *ret is malloc'd. */
+int gs_fleet_render_lines(const struct gs_host_result *r, size_t n, char **ret);
+/* The --expect text (core/expect.h) of a host's dry-run plan: its targets'
+ * PIDs and start times, "none" for no target. -ENODATA: no plan (a
+ * failure); -EPROTO: a target without a PID and start time; -E2BIG. */
+int gs_host_result_expect(const struct gs_host_result *r, char **ret);
 /* Each host's own text (the "output" its document carries: an nvidia-smi
  * query, CSV, Prometheus, or with -v its plan and report), every line
  * prefixed "HOST: " as clush and dshbak show pdsh output, hosts in list

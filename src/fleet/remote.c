@@ -126,6 +126,10 @@ static int add_forwarded(struct gs_strv *s, const struct gs_option *o, const str
 	case GS_OT_FLAG:
 	case GS_OT_REMOTE:
 		return *(const bool *)(base + o->off) ? gs_strv_add(s, opt) : 0;
+	case GS_OT_CSV:
+		if (!*(const bool *)(base + o->off))
+			return 0;
+		return req->csv_processes ? add_opt(s, opt, "processes") : gs_strv_add(s, opt);
 	case GS_OT_STRING:
 	case GS_OT_GPUS:
 	case GS_OT_FORMAT: {
@@ -251,7 +255,8 @@ void gs_remote_ctx_free(struct gs_remote_ctx *ctx)
 
 /* The words that run on the target itself: container entry, then the
  * remote command and its options. */
-static int inner_words(const struct gs_remote_ctx *ctx, const struct gs_host_entry *e, struct gs_strv *in)
+static int inner_words(const struct gs_remote_ctx *ctx, const struct gs_host_entry *e, char *const *extra,
+		       struct gs_strv *in)
 {
 	int r = 0;
 
@@ -284,8 +289,15 @@ static int inner_words(const struct gs_remote_ctx *ctx, const struct gs_host_ent
 	}
 	if (!r)
 		r = gs_strv_add_all(in, e && e->remote_cmd ? e->remote_cmd : ctx->remote_cmd);
-	if (!r)
-		r = gs_strv_add_all(in, ctx->tail);
+	/* The tail ends with the command word; a host's own options go
+	 * before it, with the others. */
+	for (size_t i = 0; !r && ctx->tail[i]; i++) {
+		if (!ctx->tail[i + 1])
+			for (size_t k = 0; !r && extra && extra[k]; k++)
+				r = gs_strv_add(in, extra[k]);
+		if (!r)
+			r = gs_strv_add(in, ctx->tail[i]);
+	}
 	return r;
 }
 
@@ -298,6 +310,12 @@ static uint64_t connect_secs(uint64_t ms)
 
 int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***ret, char *err, size_t errlen)
 {
+	return gs_remote_argv_with(ctx, host, NULL, ret, err, errlen);
+}
+
+int gs_remote_argv_with(const struct gs_remote_ctx *ctx, const char *host, char *const *extra, char ***ret,
+			char *err, size_t errlen)
+{
 	const struct gs_host_entry *e = gs_inventory_find(ctx->inv, host);
 	struct gs_strv out = { 0 }, in = { 0 };
 	const char *at = strchr(host, '@');
@@ -306,7 +324,12 @@ int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***re
 	char *cmd = NULL, *user_owned = NULL;
 	int r;
 
-	r = inner_words(ctx, e, &in);
+	for (size_t k = 0; extra && extra[k]; k++)
+		if (word_ok(extra[k]) < 0) {
+			gs_seterr(err, errlen, "cannot pass an option that long to %s", host);
+			return -EINVAL;
+		}
+	r = inner_words(ctx, e, extra, &in);
 	if (r < 0)
 		goto oom;
 

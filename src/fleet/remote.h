@@ -72,5 +72,10 @@ void gs_remote_ctx_free(struct gs_remote_ctx *ctx);
  * listed by -w). A user@ on the command line wins over the inventory's
  * user=. Free with gs_strv_free. */
 int gs_remote_argv(const struct gs_remote_ctx *ctx, const char *host, char ***ret, char *err, size_t errlen);
+/* The same with this host's own words (NULL-terminated, e.g. the
+ * "--expect=..." of a confirmed plan) among the options, before the
+ * command word. -EINVAL for a word that cannot be passed. */
+int gs_remote_argv_with(const struct gs_remote_ctx *ctx, const char *host, char *const *extra, char ***ret,
+			char *err, size_t errlen);
 
 #endif

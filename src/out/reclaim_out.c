@@ -693,6 +693,9 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_t *o = json_object();
 
 			json_object_set_new(o, GS_JK_PID, json_integer(t->pid));
+			/* With the PID, the process's identity: a fleet passes
+			 * both back as --expect (core/expect.h). */
+			json_object_set_new(o, GS_JK_START_TIME, json_integer((json_int_t)t->starttime));
 			json_object_set_new(o, GS_JK_COMM, gs_json_text(t->comm));
 			json_object_set_new(o, "user", h && h->info_ok ? gs_json_text(h->info.user) : json_null());
 			json_object_set_new(o, GS_JK_GPUS, h ? json_gpus_of(s, &h->gpus) : json_array());

@@ -451,8 +451,17 @@ void gs_csv_field(FILE *f, const char *raw)
 	fputc('"', f);
 }
 
-void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+static void print_processes_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
+
+/* One table per invocation (one header, one kind of row), as a CSV
+ * reader expects: the GPUs, or with processes the holders. */
+void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+			 bool processes)
 {
+	if (processes) {
+		print_processes_csv(f, s, sel, sel_all);
+		return;
+	}
 	fprintf(f, "gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders\n");
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
@@ -471,7 +480,13 @@ void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_g
 			fprintf(f, ",,,");
 		fprintf(f, ",%zu\n", gpu_holder_count(s, g));
 	}
-	fprintf(f, "\npid,alive,user,comm,gpus,memory_mib,role,owner_kind,owner_name,owner_unit\n");
+}
+
+/* name: the whole process name (argv[0]'s basename; comm is cut at 15
+ * bytes by the kernel); command: its command line as read. */
+static void print_processes_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+{
+	fprintf(f, "pid,alive,user,name,comm,command,gpus,memory_mib,role,owner_kind,owner_name,owner_unit\n");
 	for (size_t i = 0; i < s->n_holders; i++) {
 		const struct gs_holder *h = &s->holders[i];
 		char gl[64];
@@ -491,7 +506,11 @@ void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_g
 		fprintf(f, "%d,%s,", (int)h->pid, h->alive ? "true" : "false");
 		gs_csv_field(f, h->info_ok ? h->info.user : "");
 		fputc(',', f);
+		gs_csv_field(f, !h->alive ? GS_GONE : h->info_ok ? (h->info.name[0] ? h->info.name : h->info.st.comm) : "");
+		fputc(',', f);
 		gs_csv_field(f, !h->alive ? GS_GONE : h->info_ok ? h->info.st.comm : "");
+		fputc(',', f);
+		gs_csv_field(f, h->alive && h->info_ok ? h->info.cmdline : "");
 		fputc(',', f);
 		gs_csv_field(f, gl);
 		if (h->mem_known)

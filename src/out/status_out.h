@@ -64,7 +64,8 @@ json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel,
 		       enum gs_verdict verdict);
 
 void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
-void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
+void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+			 bool processes);
 
 /* nvidia-smi --query-gpu=FIELDS --format=FORMAT. Returns 0 or -EINVAL with a
  * reason naming the unsupported field or format option in err. */

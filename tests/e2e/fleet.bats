@@ -238,8 +238,11 @@ start_eight() {
 	start_eight
 	run -0 gs -w 'gpu[01-08]' reclaim -y --grace 1
 	echo "$output"
-	[ "${lines[0]}" = "gpu[01-08]: clean, 2 GPUs, 0 MiB" ]
-	[ "${lines[1]}" = "8 hosts: 8 clean, 0 not clean, 0 failed" ]
+	# Hosts where something was stopped say what; the idle ones fold.
+	[ "${lines[0]}" = "gpu[01-02,04,07]: clean, 2 GPUs, 0 MiB" ]
+	[ "${lines[1]}" = "gpu[03,05,08]: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)" ]
+	[ "${lines[2]}" = "gpu06: clean, 2 GPUs, 0 MiB, stopped 3 processes (gs-holder)" ]
+	[ "${lines[-1]}" = "8 hosts: 8 clean, 0 not clean, 0 failed" ]
 	while read -r pid; do
 		pid_gone "$pid"
 	done <"$T/holders"
@@ -269,13 +272,82 @@ start_eight() {
 	[ ! -s "$T/pct.log" ]
 }
 
-@test "reclaim on a terminal asks once for the fleet; 'n' contacts no host" {
-	start_holder "$T/hosts/gpu01/env" h1 --gpu 0
-	run -5 script -qec "$GPUSLATE_BIN -w gpu01 reclaim" /dev/null <<<"n"
+@test "reclaim on a terminal: every host's plan first, folded, then one question; 'n' stops nothing" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 1024
+	p=$(holder_pid h2)
+	run -5 script -qec "$GPUSLATE_BIN -w 'gpu[01-03]' reclaim --grace 1" /dev/null <<<"n"
 	echo "$output"
-	[[ "$output" == *"reclaim on 1 host (gpu01)"*"proceed? [y/N]"* ]]
-	[[ "$output" == *"not confirmed: no host was contacted"* ]]
-	[ -e "/proc/$(holder_pid h1)" ]
+	# The plans, folded as the fleet's results are, before the question.
+	[[ "$output" == *"gpu[01,03]: dry run, 2 GPUs, 0 MiB: nothing to stop"*"gpu02: dry run, 2 GPUs, 1024 MiB: would stop $p (gs-holder)"*"Proceed? [y/N] "* ]]
+	[[ "$output" == *"not confirmed: nothing was stopped on any host"* ]]
+	[ "$(grep -c 'Proceed?' <<<"$output")" = 1 ]
+	[ -e "/proc/$p" ]
+}
+
+@test "reclaim on a terminal, 'y': each host acts on the plan shown; the line says what was stopped" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 1024
+	p=$(holder_pid h2)
+	run -0 script -qec "$GPUSLATE_BIN -w 'gpu[01-03]' reclaim --grace 1" /dev/null <<<"y"
+	echo "$output"
+	[[ "$output" == *"would stop $p (gs-holder)"*"Proceed? [y/N] "*"gpu[01,03]: clean, 2 GPUs, 0 MiB"* ]]
+	[[ "$output" == *"gpu02: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)"* ]]
+	[[ "$output" == *"3 hosts: 3 clean, 0 not clean, 0 failed"* ]]
+	wait_for 5 pid_gone "$p"
+}
+
+@test "reclaim on a terminal: a host that gained a holder between its plan and the stop stops nothing and says why" {
+	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 1024
+	p=$(holder_pid h2)
+	mkfifo "$T/answer"
+	exec 5<>"$T/answer"
+	script -qec "$GPUSLATE_BIN -w gpu01,gpu02 reclaim --grace 1; echo rc=\$?" /dev/null <&5 >"$T/term.out" 2>&1 &
+	sp=$!
+	# The question is asked once every plan is in: then gpu01 gets a new
+	# holder, after its plan ("nothing to stop") was shown.
+	wait_for 30 grep -q 'Proceed?' "$T/term.out"
+	start_holder "$T/hosts/gpu01/env" h1 --gpu 0 --mib 512
+	n=$(holder_pid h1)
+	echo y >&5
+	wait "$sp"
+	exec 5>&-
+	cat "$T/term.out"
+	out=$(tr -d '\r' <"$T/term.out")
+	[[ "$out" == *"gpu01: dry run, 2 GPUs, 0 MiB: nothing to stop"*"Proceed?"* ]]
+	[[ "$out" == *"gpu01: plan changed, 2 GPUs, 512 MiB: not the confirmed plan: $n (gs-holder) is a new target; nothing was stopped"* ]]
+	[[ "$out" == *"gpu02: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)"* ]]
+	[[ "$out" == *"2 hosts: 1 clean, 1 not clean, 0 failed"*"rc=1"* ]]
+	[ -e "/proc/$n" ]
+	wait_for 5 pid_gone "$p"
+}
+
+@test "--expect on one host: junk is refused in one line and stops nothing; a new target is plan-changed (exit 10)" {
+	start_holder "$T/hosts/gpu01/env" h1 --gpu 0 --mib 512
+	p=$(holder_pid h1)
+	st=$(cut -d' ' -f22 "/proc/$p/stat")
+	onhost() { (set -a; . "$T/hosts/gpu01/env"; set +a; "$GPUSLATE_BIN" "$@"); }
+	for junk in 12x "$p:" ":$st" "$p:$st," ",$p:$st" "0:1" "-1:5" "+$p:$st" "0$p:$st" "$p:$st,$p:$st" "4194305:1" \
+		"$p:99999999999999999999" "$p :$st" "None" "none,$p:$st"; do
+		run -2 --separate-stderr onhost reclaim -y --grace 1 --expect "$junk"
+		echo "$junk: $stderr"
+		[[ "$stderr" == "gpuslate: invalid --expect"* ]]
+		[ "$(wc -l <<<"$stderr")" = 1 ]
+		[ -z "$output" ]
+		[ -e "/proc/$p" ]
+	done
+	run -2 --separate-stderr onhost reclaim -y --expect ""
+	[ -e "/proc/$p" ]
+	# Another process's identity, or none: the plan changed, nothing stopped.
+	run -10 --separate-stderr onhost --json reclaim -y --grace 1 --expect none
+	jq -e --argjson p "$p" '.verdict == "plan-changed" and .exit_status == 10 and (.plan.targets | map(.pid) == [$p])' <<<"$output"
+	[[ "$stderr" == *"not the confirmed plan: $p (gs-holder) is a new target; nothing was stopped"* ]]
+	run -10 onhost reclaim -y --grace 1 --expect "$p:$((st + 1))"
+	[ -e "/proc/$p" ]
+	# -w cannot carry one list for every host.
+	run -2 gs -w gpu01 reclaim -y --expect none
+	[[ "$output" == *"--expect is set for each host by the fleet"* ]]
+	# Its own identity: stopped.
+	run -0 onhost reclaim -y --grace 1 --expect "$p:$st"
+	wait_for 5 pid_gone "$p"
 }
 
 @test "reclaim --dry-run passes through: the plan per host, nothing stopped" {
@@ -415,7 +487,7 @@ ct_holder() {
 	grep -q "^pct exec $WORLD_CT -- gpuslate --remote status$" "$T/pct.log"
 	run -0 gs -w @pve --hosts-file "$T/inventory" reclaim -y --grace 1
 	echo "$output"
-	[ "${lines[0]}" = "ct129: clean, 2 GPUs, 0 MiB" ]
+	[ "${lines[0]}" = "ct129: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)" ]
 	# The gpuslate inside stopped the unit with the container's systemctl.
 	[ "$(ct_exec systemctl show -p ActiveState --value ct.service)" = inactive ]
 }
@@ -430,7 +502,7 @@ ct_holder() {
 	run gs -w ctlxc --hosts-file "$T/inventory" reclaim -y
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "ctlxc: clean, 2 GPUs, 0 MiB" ]
+	[ "${lines[0]}" = "ctlxc: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)" ]
 	[ "$(ct_exec systemctl show -p ActiveState --value lx.service)" = inactive ]
 }
 
@@ -507,19 +579,43 @@ gpu01: 1, 0 MiB" ]
 	[ -z "$stderr" ]
 }
 
-@test "status --query-compute-apps, --csv and --format prometheus on a fleet: each line prefixed" {
+@test "status --query-compute-apps and --csv on a fleet: each line prefixed; --format prometheus: one exposition with host labels" {
 	start_holder "$T/hosts/gpu02/env" h2 --gpu 1 --mib 2048
 	p=$(holder_pid h2)
 	run -0 --separate-stderr gs -w gpu01,gpu02 status --query-compute-apps=pid,used_memory --format=csv,noheader
 	[ "$output" = "gpu02: $p, 2048 MiB" ]
 	run -0 --separate-stderr gs -w gpu01,gpu02 status --csv
 	[ "${lines[0]}" = "gpu01: gpu_index,uuid,name,memory_used_mib,memory_reserved_mib,memory_total_mib,holders" ]
+	run -0 --separate-stderr gs -w gpu01,gpu02 status --csv=processes
+	[ "${lines[0]}" = "gpu01: pid,alive,user,name,comm,command,gpus,memory_mib,role,owner_kind,owner_name,owner_unit" ]
 	grep -q "^gpu02: $p,true," <<<"$output"
-	run -0 --separate-stderr gs -w gpu01,gpu02 status --format prometheus
-	grep -qx 'gpu01: gpuslate_up 1' <<<"$output"
-	grep -qx 'gpu02: gpuslate_gpu_memory_used_bytes{gpu="1",uuid="[^"]*"} 2147483648' <<<"$output"
-	# Every line carries its host.
-	[ "$(grep -cv '^gpu0[12]: ' <<<"$output")" = 0 ]
+	# Prometheus: one exposition, a host label on every sample, read by
+	# the client library's own parser (a collector's reading of it).
+	run -4 --separate-stderr gs -w gpu01,gpu02,down01 status --format prometheus
+	echo "$output"
+	[ "$(grep -c '^# TYPE gpuslate_up gauge$' <<<"$output")" = 1 ]
+	[ "$(grep -c '^# HELP gpuslate_gpu_memory_used_bytes ' <<<"$output")" = 1 ]
+	! grep -q '^gpu0[12]: ' <<<"$output"
+	[[ "$stderr" == *"down01: unreachable"* ]]
+	printf '%s\n' "$output" >"$T/prom.txt"
+	# Debian's python3-prometheus-client (tools/install-deps test).
+	/usr/bin/python3 - "$T/prom.txt" <<-'PY'
+		import sys
+		from prometheus_client.parser import text_string_to_metric_families
+		text = open(sys.argv[1]).read()
+		fams = {f.name: f for f in text_string_to_metric_families(text)}
+		for f in fams.values():
+		    for s in f.samples:
+		        assert "host" in s.labels, s
+		up = {s.labels["host"]: s.value for s in fams["gpuslate_up"].samples}
+		assert up == {"gpu01": 1, "gpu02": 1, "down01": 0}, up
+		used = {(s.labels["host"], s.labels["gpu"]): s.value for s in fams["gpuslate_gpu_memory_used_bytes"].samples}
+		assert used == {("gpu01", "0"): 0, ("gpu01", "1"): 0, ("gpu02", "0"): 0, ("gpu02", "1"): 2147483648}, used
+		assert fams["gpuslate_gpu_memory_used_bytes"].type == "gauge"
+		held = [s for s in fams["gpuslate_gpu_holders"].samples
+		        if s.labels["host"] == "gpu02" and s.labels["role"] == "compute" and s.labels["gpu"] == "1"]
+		assert len(held) == 1 and held[0].value == 1, held
+	PY
 	# A bad field is refused before any host is contacted.
 	run -2 --separate-stderr gs -w gpu01,down01 status --query-gpu=index,bogus --format=csv
 	[ "$stderr" = 'gpuslate: Field "bogus" is not a valid field to query.' ]

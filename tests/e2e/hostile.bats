@@ -75,10 +75,11 @@ comm_of() { jq -r ".processes[] | select(.pid == $2) | .comm" "$1"; }
 @test "hostile names: status as a table, CSV, nvidia-smi queries, Prometheus and JSON escapes them all" {
 	setup_hostile_host
 
-	for fmt in table csv query-gpu query-apps prometheus; do
+	for fmt in table csv csv-processes query-gpu query-apps prometheus; do
 		case $fmt in
 		table) out "$fmt" status ;;
 		csv) out "$fmt" status --csv ;;
+		csv-processes) out "$fmt" status --csv=processes ;;
 		query-gpu) out "$fmt" status --query-gpu=index,name,uuid,pci.bus_id,driver_version --format=csv ;;
 		query-apps) out "$fmt" status --query-compute-apps=pid,process_name,gpu_name,used_memory --format=csv ;;
 		prometheus) out "$fmt" status --format prometheus ;;
@@ -94,9 +95,10 @@ comm_of() { jq -r ".processes[] | select(.pid == $2) | .comm" "$1"; }
 	assert_match "$(cat "$OUT")" "^ *$forge +root +x\\\\x0aVerdict: ok --read" "forging holder's row"
 	assert_match "$(cat "$OUT")" "^0 +H200\\\\x1b\[5m\\\\xff " "GPU name"
 	assert_no_match "$(cat "$OUT")" "^Verdict" "a forged line"
-	out csv status --csv
-	assert_match "$(cat "$OUT")" "^$forge,true,root,x\\\\x0aVerdict: ok,0,512,compute," "CSV row"
-	assert_match "$(cat "$OUT")" "^$bad,true,root,\\\\xff\\\\xfe\\\\xc2\\\\x9b2Jz,1,256,compute," "CSV row"
+	out csv status --csv=processes
+	# name, comm, then the command line: each escaped
+	assert_match "$(cat "$OUT")" "^$forge,true,root,x\\\\x0aVerdict: ok,x\\\\x0aVerdict: ok,[^,]*/x\\\\x0aVerdict: ok --ready-file [^,]*,0,512,compute," "CSV row"
+	assert_match "$(cat "$OUT")" "^$bad,true,root,\\\\xff\\\\xfe\\\\xc2\\\\x9b2Jz,\\\\xff\\\\xfe\\\\xc2\\\\x9b2Jz,[^,]*,1,256,compute," "CSV row"
 	out query-apps status --query-compute-apps=pid,process_name --format=csv,noheader
 	assert_match "$(cat "$OUT")" "^$esc, .*/forged/\\\\x1b\]0;pwned\\\\x07\\\\x1b\[2J\$" "process_name"
 
@@ -182,7 +184,7 @@ comm_of() { jq -r ".processes[] | select(.pid == $2) | .comm" "$1"; }
 	out table status
 	text_clean "$OUT"
 	assert_match "$(cat "$OUT")" "^ *$p +root .* unit \\\\x1b\[2Jevil\\\\xff$BATS_TEST_NUMBER" "OWNER column"
-	out csv status --csv
+	out csv status --csv=processes
 	text_clean "$OUT"
 	out json status --json
 	json_clean "$OUT"

@@ -101,9 +101,16 @@ man_option_entries() {
 	for c in status reclaim wait restore; do
 		grep -q "^$c\$" <<<"$text" || { echo "command $c has no entry"; return 1; }
 	done
-	for n in 0 1 2 3 4 5 6 7 8; do
-		sed -n '/^\.SH "\{0,1\}EXIT STATUS/,/^\.SH [^E]/p' "$BUILD/gpuslate.1" | grep -qxF "\\fB$n\\fR" ||
+	# Every exit status the code names (enum gs_exit), and the verdict
+	# names each document may carry (docs/json.md).
+	codes=$(sed -n 's/^\tGS_EXIT_[A-Z_]* = \([0-9][0-9]*\),.*/\1/p' "$ROOT/src/core/verdict.h" | sort -un)
+	[ "$(wc -w <<<"$codes")" -ge 11 ]
+	for n in $codes; do
+		sed -n '/^\.SH "\{0,1\}EXIT STATUS/,/^\.SH [^E]/p' "$BUILD/gpuslate.1" | grep -qE "(^|, )\\\\fB$n\\\\fR(,|\$)" ||
 			{ echo "exit status $n missing"; return 1; }
+	done
+	for v in $(sed -n 's/^\t\[GS_VERDICT_[A-Z_]*\] = { "\([a-z-]*\)".*/\1/p' "$ROOT/src/core/verdict.c"); do
+		grep -qF "\`$v\`" "$ROOT/docs/json.md" || { echo "verdict $v not in docs/json.md"; return 1; }
 	done
 	# Every GPUSLATE_ variable the sources read, plus NO_COLOR.
 	vars="$(grep -rhoE 'getenv\("GPUSLATE_[A-Z_]+"\)' "$ROOT/src" | cut -d'"' -f2 | sort -u) NO_COLOR"

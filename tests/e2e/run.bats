@@ -237,6 +237,38 @@ job_go() { echo "${2:-0}" >"$BATS_TEST_TMPDIR/$1.go.tmp" && mv "$BATS_TEST_TMPDI
 	assert_eq "$(jqo '.processes | length')" 1 "the reclaim's processes"
 }
 
+@test "run: --json-file FILE: the document in FILE, written whole; stdout is COMMAND's alone" {
+	start_holder a --gpu 0 --mib 1024
+	a=$(rpid a)
+	f=$BATS_TEST_TMPDIR/report.json
+	echo stale >"$f"
+	# COMMAND sees the old file until the document replaces it whole.
+	run --separate-stderr gs run -y --json-file "$f" -- sh -c "cat '$f'; echo from-command; exit 3"
+	assert_status 3
+	assert_eq "$output" "stale
+from-command" "stdout: COMMAND's own, no document"
+	assert_dead "$a"
+	assert_eq "$(jq -r .command "$f")" run command
+	assert_eq "$(jq -r .verdict "$f")" clean verdict
+	assert_eq "$(jq -r .run.exit_status "$f")" 3 "run.exit_status"
+	assert_eq "$(jq -r '.processes | map(.pid) | .[0]' "$f")" "$a" "the reclaim's process"
+	# No temporary file is left beside it.
+	assert_eq "$(ls "$BATS_TEST_TMPDIR" | grep -c '^report\.json')" 1 "files named report.json*"
+	# A FILE that cannot be written is refused before anything is stopped or run.
+	start_holder b --gpu 1 --mib 512
+	run --separate-stderr gs run -y --json-file "$BATS_TEST_TMPDIR/nodir/r.json" -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_status 2
+	assert_one_error "$stderr" "--json-file '$BATS_TEST_TMPDIR/nodir/r.json': cannot write there: No such file or directory"
+	assert_eq "$output" "" "stdout"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	assert_alive "$(rpid b)"
+	# An early failure's document goes to FILE too.
+	run --separate-stderr gs run -y -g 7 --json-file "$f" -- true
+	assert_status 2
+	assert_eq "$output" "" "stdout"
+	assert_eq "$(jq -r .verdict "$f")" usage-error "the early failure's document"
+}
+
 @test "run: --json when not clean says COMMAND did not start" {
 	start_holder slow --gpu 0 --mib 1024 --release-ms 5000
 	run --separate-stderr gs run -y --json --timeout 0.3 -- true

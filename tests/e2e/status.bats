@@ -49,11 +49,47 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	assert_match "$output" "^ *$child +root " "child row"
 
 	# The dead creator reads "(gone)" in every text view.
-	run --separate-stderr gs status --csv
-	assert_match "$output" "^$creator,false,,\(gone\),1,4096,compute," "CSV row"
+	run --separate-stderr gs status --csv=processes
+	assert_match "$output" "^$creator,false,,\(gone\),\(gone\),,1,4096,compute," "CSV row"
 	run --separate-stderr gs reclaim --dry-run -g 1
 	assert_match "$output" "^ +$creator +- +\(gone\) +1 +4096 MiB " "plan row"
 	assert_alive "$child"
+}
+
+@test "status --csv: one table per invocation, the GPUs or the processes, read by python3's csv module" {
+	start_holder a --as vllm-serve-qwen2-72b-instruct --gpu 0 --mib 2048
+	start_holder b --gpu 1 --mib 1024 --workers 2
+	a=$(rpid a) b=$(rpid b)
+	run --separate-stderr gs status --csv
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/gpus.csv"
+	run --separate-stderr gs status --csv=gpus
+	assert_eq "$output" "$(cat "$BATS_TEST_TMPDIR/gpus.csv")" "--csv=gpus is --csv"
+	run --separate-stderr gs status --csv=processes
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/procs.csv"
+	python3 - "$BATS_TEST_TMPDIR/gpus.csv" "$BATS_TEST_TMPDIR/procs.csv" "$a" "$b" <<-'PY'
+		import csv, sys
+		def table(path):
+		    with open(path, newline="") as f:
+		        rows = list(csv.reader(f))
+		    # One table: one header, every row as wide, no blank row.
+		    assert rows and all(len(r) == len(rows[0]) for r in rows), rows
+		    return [dict(zip(rows[0], r)) for r in rows[1:]]
+		gpus = table(sys.argv[1])
+		assert [g["gpu_index"] for g in gpus] == ["0", "1"], gpus
+		assert gpus[0]["memory_used_mib"] == "2048" and gpus[1]["memory_used_mib"] == "1024", gpus
+		procs = {p["pid"]: p for p in table(sys.argv[2])}
+		a, b = procs[sys.argv[3]], procs[sys.argv[4]]
+		# The whole name, where comm is cut at 15 bytes.
+		assert a["name"] == "vllm-serve-qwen2-72b-instruct", a
+		assert a["comm"] == "vllm-serve-qwen", a
+		assert a["command"].startswith("/") and "--mib 2048" in a["command"], a
+		assert a["gpus"] == "0" and a["memory_mib"] == "2048" and a["role"] == "compute", a
+		assert b["gpus"] == "1" and b["name"] == "gs-holder", b
+	PY
+	run -2 --separate-stderr gs status --csv=bogus
+	assert_one_error "$stderr" "invalid --csv 'bogus': use --csv \(the GPUs\), --csv=gpus or --csv=processes"
 }
 
 @test "status --json: the documented keys and their values" {

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "fleet/merge.h"
+#include "fleet/prom.h"
 
 static const char *const commands[] = { "status", "reclaim", "wait" };
 
@@ -79,6 +80,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(text != NULL);
 		for (const char *p = text; *p; p++)
 			FUZZ_CHECK(*p == '\n' || ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f));
+		free(text);
+		/* A host's exposition is remote text: the merged one holds
+		 * only printable lines, each a HELP, a TYPE or a sample
+		 * that carries the host label first. */
+		FUZZ_CHECK(gs_fleet_render_prometheus(res, 2, &text, NULL) == 0);
+		for (const char *p = text; *p; p++)
+			FUZZ_CHECK(*p == '\n' || ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f));
+		for (const char *p = text; *p;) {
+			const char *nl = strchr(p, '\n');
+
+			FUZZ_CHECK(nl != NULL);
+			FUZZ_CHECK(!strncmp(p, "# HELP ", 7) || !strncmp(p, "# TYPE ", 7) ||
+				   (strstr(p, "{host=\"gpu0") && strstr(p, "{host=\"gpu0") < nl));
+			p = nl + 1;
+		}
 		free(text);
 		j = gs_fleet_json(res, 2, m.command, false);
 		FUZZ_CHECK(j != NULL);

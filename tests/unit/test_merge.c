@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "fleet/merge.h"
+#include "fleet/prom.h"
 #include "util/util.h"
 
 /* ---- host documents ---------------------------------------------------- */
@@ -311,7 +312,8 @@ static void test_status_host_verdict_is_taken_at_its_word(void **state)
 static void test_reclaim_documents(void **state)
 {
 	(void)state;
-	expect_line("reclaim", 0, reclaim_clean, NULL, GS_HV_CLEAN, "clean, 2 GPUs, 0 MiB");
+	/* What was stopped is part of the line: it never folds with idle hosts. */
+	expect_line("reclaim", 0, reclaim_clean, NULL, GS_HV_CLEAN, "clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)");
 	/* dry run: memory_after is null, so the memory before is shown */
 	expect_line("reclaim", 0, reclaim_dry, NULL, GS_HV_DRY_RUN, "dry run, 2 GPUs, 1024 MiB: would stop 21831 (gs-holder)");
 	expect_line("reclaim", 1, reclaim_not_clean, NULL, GS_HV_NOT_CLEAN,
@@ -799,7 +801,8 @@ static void test_text_dry_run_interrupted_empty(void **state)
 	fleet_free(&f);
 
 	fleet_add(&f, "solo", "reclaim", 0, reclaim_clean, NULL);
-	expect_text(&f, false, "solo: clean, 2 GPUs, 0 MiB\n1 host: 1 clean, 0 not clean, 0 failed\n");
+	expect_text(&f, false,
+		    "solo: clean, 2 GPUs, 0 MiB, stopped 1 process (gs-holder)\n1 host: 1 clean, 0 not clean, 0 failed\n");
 	fleet_free(&f);
 
 	expect_text(&f, false, "0 hosts: 0 clean, 0 not clean, 0 failed\n");
@@ -991,6 +994,83 @@ static void test_json_document(void **state)
 	json_decref(j);
 }
 
+/* The stopped words: processes counted, names once each; the outcomes that
+ * are not a stop (gone before, refused) count for nothing. The plan's
+ * --expect text from a dry run: PIDs with start times, or refused. */
+static void test_stopped_words_and_expect(void **state)
+{
+	static const char doc[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"clean\", \"gpus\": "
+		"[{\"index\": 0, \"memory_after_mib\": 0}], \"processes\": ["
+		"{\"pid\": 10, \"comm\": \"vllm\", \"outcome\": \"exited-after-term\"},"
+		"{\"pid\": 11, \"comm\": \"python3\", \"outcome\": \"killed\"},"
+		"{\"pid\": 12, \"comm\": \"vllm\", \"outcome\": \"stopped-with-unit\"},"
+		"{\"pid\": 13, \"comm\": \"gone\", \"outcome\": \"already-gone\"},"
+		"{\"pid\": 14, \"comm\": \"root\", \"outcome\": \"permission-denied\"}]}";
+	static const char dry[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"start_time\": 555, \"comm\": \"vllm\"}, "
+		"{\"pid\": 11, \"start_time\": 0, \"comm\": \"x\"}]}}";
+	static const char dry_old[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"comm\": \"vllm\"}]}}";
+	static const char dry_none[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": []}}";
+	struct gs_host_result r;
+	char *e = NULL;
+
+	(void)state;
+	expect_line("reclaim", 0, doc, NULL, GS_HV_CLEAN, "clean, 1 GPU, 0 MiB, stopped 3 processes (vllm, python3)");
+	judge(&r, "h", "reclaim", 0, dry, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), 0);
+	assert_string_equal(e, "10:555,11:0");
+	free(e);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 0, dry_old, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), -EPROTO);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 0, dry_none, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), 0);
+	assert_string_equal(e, "none");
+	free(e);
+	gs_host_result_free(&r);
+	judge(&r, "h", "reclaim", 255, NULL, "ssh: connect to host h port 22: Connection refused\n");
+	assert_int_equal(gs_host_result_expect(&r, &e), -ENODATA);
+	gs_host_result_free(&r);
+}
+
+/* A fleet's Prometheus: one exposition; a host's junk lines are dropped,
+ * never copied; its own host label becomes exported_host. */
+static void test_prometheus_merge(void **state)
+{
+	static const char a[] =
+		"{\"schema_version\": 1, \"command\": \"status\", \"verdict\": \"clean\", \"gpus\": [], \"output\": "
+		"\"# HELP gpuslate_up up.\\n# TYPE gpuslate_up gauge\\ngpuslate_up 1\\n"
+		"# HELP m_last last.\\n# TYPE m_last gauge\\nm_last{host=\\\"vm\\\",v=\\\"a\\\\\\\"b\\\"} 1\\n\"}";
+	static const char b[] =
+		"{\"schema_version\": 1, \"command\": \"status\", \"verdict\": \"clean\", \"gpus\": [], \"output\": "
+		"\"# HELP gpuslate_up up.\\n# TYPE gpuslate_up gauge\\ngpuslate_up 1\\n"
+		"junk line\\n# TYPE x bogus\\nm_last{v=\\\"\\u001b[31m\\\"} 2\\nm_last 3 4\\nm_last{a=\\\"1\\\"} 1; rm\\n\"}";
+	struct fleet f = { .n = 0 };
+	size_t dropped = 99;
+	char *text = NULL;
+
+	(void)state;
+	fleet_add(&f, "h1", "status", 0, a, NULL);
+	fleet_add(&f, "h2", "status", 0, b, NULL);
+	fleet_add(&f, "h3", "status", 255, NULL, "ssh: connect to host h3 port 22: Connection refused\n");
+	assert_int_equal(gs_fleet_render_prometheus(f.r, f.n, &text, &dropped), 0);
+	assert_string_equal(text, "# HELP gpuslate_up up.\n# TYPE gpuslate_up gauge\n"
+				  "gpuslate_up{host=\"h1\"} 1\ngpuslate_up{host=\"h2\"} 1\ngpuslate_up{host=\"h3\"} 0\n"
+				  "# HELP m_last last.\n# TYPE m_last gauge\n"
+				  "m_last{host=\"h1\",exported_host=\"vm\",v=\"a\\\"b\"} 1\n"
+				  "m_last{host=\"h2\"} 3 4\n");
+	assert_int_equal(dropped, 4);
+	free(text);
+	fleet_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1014,6 +1094,8 @@ int main(void)
 		cmocka_unit_test(test_exit_status_rule),
 		cmocka_unit_test(test_render_prefixed),
 		cmocka_unit_test(test_json_document),
+		cmocka_unit_test(test_stopped_words_and_expect),
+		cmocka_unit_test(test_prometheus_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

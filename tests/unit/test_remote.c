@@ -1054,6 +1054,10 @@ static void set_sample(const struct gs_option *o, struct gs_request *c)
 		*(const char **)(base + o->off) = "prometheus";
 		c->prometheus = true;
 		break;
+	case GS_OT_CSV:
+		*(bool *)(base + o->off) = true;
+		c->csv_processes = true;
+		break;
 	default:
 		fail_msg("--%s: a forwarded option of a type this test does not know", o->name);
 	}
@@ -1066,6 +1070,10 @@ static void expect_same(const struct gs_option *o, const struct gs_request *a, c
 	switch (o->type) {
 	case GS_OT_FLAG:
 		assert_int_equal(*(const bool *)(x + o->off), *(const bool *)(y + o->off));
+		break;
+	case GS_OT_CSV:
+		assert_int_equal(*(const bool *)(x + o->off), *(const bool *)(y + o->off));
+		assert_int_equal(a->csv_processes, b->csv_processes);
 		break;
 	case GS_OT_STRING:
 	case GS_OT_GPUS:

@@ -38,6 +38,7 @@ static void test_every_verdict_has_its_documented_name_and_exit_status(void **st
 		{ "dry-run", GS_VERDICT_DRY_RUN, 0 },
 		{ "usage-error", GS_VERDICT_USAGE_ERROR, 2 },
 		{ "error", GS_VERDICT_ERROR, 1 },
+		{ "plan-changed", GS_VERDICT_PLAN_CHANGED, 10 },
 	};
 	enum gs_verdict v;
 
