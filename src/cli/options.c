@@ -52,7 +52,7 @@ static const struct {
 	const char *what;
 } commands[] = {
 	{ GS_CMD_STATUS, "status",
-	  " gpuslate [options] status  [-g GPUS] [--json | --csv | --format prometheus]\n"
+	  " gpuslate [options] status  [-g GPUS] [--json | --csv[=processes] | --format prometheus]\n"
 	  " gpuslate [options] status  --query-gpu=FIELDS | --query-compute-apps=FIELDS --format=csv[,noheader][,nounits]\n",
 	  "the GPUs, their memory and every process that holds one" },
 	{ GS_CMD_RECLAIM, "reclaim",
@@ -65,7 +65,7 @@ static const struct {
 	  " gpuslate [options] restore [-y] [-n] [--timeout TIME] [--json]\n",
 	  "start again what reclaims stopped through systemd or a container runtime" },
 	{ GS_CMD_RUN, "run",
-	  " gpuslate [options] run     [-g GPUS] [selection] [-y] [-n] [--guard] [--restore] [--json] -- COMMAND [ARGS...]\n",
+	  " gpuslate [options] run     [-g GPUS] [selection] [-y] [-n] [--guard] [--restore] [--json | --json-file FILE] -- COMMAND [ARGS...]\n",
 	  "reclaim the GPUs, then run COMMAND on them" },
 };
 
