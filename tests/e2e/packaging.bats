@@ -301,7 +301,7 @@ bash_complete() {
 	for c in status reclaim wait restore run; do
 		"$BIN" help "$c" | sed -nE 's/^ +(-[a-zA-Z0-9], )?(--[a-z0-9-]+).*/\1\2/p' | tr -d ',' | tr ' ' '\n' |
 			grep . | grep -vx -- --proc-root | sort -u >"$TMP/$c.help"
-		bash_complete gpuslate "$c" - | sed 's/=$//' | sort -u >"$TMP/$c.bash"
+		bash_complete gpuslate "$c" - | sed 's/=.*$//' | sort -u >"$TMP/$c.bash"
 		diff -u "$TMP/$c.help" "$TMP/$c.bash" || { echo "$c: --help (-) and the bash completion (+) differ"; return 1; }
 	done
 }
