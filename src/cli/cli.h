@@ -58,6 +58,10 @@ void gs_cli_json_failure(json_t *doc, int status);
  * "Early failures"). main() prints it on any such exit with --json. */
 void gs_cli_print_early_json(const struct gs_request *cli, int status);
 
+/* The width of the terminal on fd (TIOCGWINSZ), else $COLUMNS, else 80;
+ * 0 when fd is not a terminal. cli/output.c */
+size_t gs_cli_term_width(int fd);
+
 /* "gpuslate: " + message on stderr, escaped (util/sanitize.h). cli/output.c */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -10,6 +10,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* The first error line of this run: what a --json document of an early
@@ -30,6 +32,26 @@ static void print_message(const char *prefix, const char *fmt, va_list ap, bool 
 	fprintf(stderr, "%s%s\n", prefix, safe);
 	if (remember && !first_error[0])
 		gs_strlcpy(first_error, safe, sizeof(first_error));
+}
+
+size_t gs_cli_term_width(int fd)
+{
+	struct winsize ws;
+	const char *cols;
+
+	if (!isatty(fd))
+		return 0;
+	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	cols = getenv("COLUMNS");
+	if (cols) {
+		char *end;
+		unsigned long v = strtoul(cols, &end, 10);
+
+		if (end != cols && !*end && v > 0 && v < 100000)
+			return v;
+	}
+	return 80;
 }
 
 void gs_err(const char *fmt, ...)

@@ -202,6 +202,13 @@ static void progress(void *ud, const struct gs_gpu_verdict *v, size_t n, uint64_
 	rc->hooks->progress(rc->hooks->ud, &rc->s, v, n, elapsed_ms);
 }
 
+static void stop_progress(void *ud, const struct gs_stop_progress *p)
+{
+	struct gs_reclaim *rc = ud;
+
+	rc->hooks->stop_progress(rc->hooks->ud, rc, p);
+}
+
 /* Where the last reclaim's verdict is kept for `status --format prometheus`. */
 const char *gs_last_reclaim_path(char *buf, size_t len)
 {
@@ -1004,9 +1011,13 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 			.driver_failed = &driver_failed,
 			.have_pct = rc->sel.have_pct,
 			.root = gs_discover_root(&rc->d),
+			.progress = rc->hooks->stop_progress ? stop_progress : NULL,
+			.progress_ud = rc,
 		};
 
 		r = gs_stop_run(&rc->plan, gs_discover_proc_fd(&rc->d), &so, &rc->stop);
+		if (rc->hooks->progress_end)
+			rc->hooks->progress_end(rc->hooks->ud);
 		if (r < 0)
 			return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "stopping failed: %s", strerror(-r));
 		rc->rep.stop = &rc->stop;

@@ -64,7 +64,11 @@ struct gs_reclaim_hooks {
 	/* About every 200 ms while waiting for the memory. */
 	void (*progress)(void *ud, const struct gs_snapshot *s, const struct gs_gpu_verdict *v, size_t n,
 			 uint64_t elapsed_ms);
-	/* The wait is over (clear the progress line). */
+	/* About once a second while the stop stage waits (a grace period, a
+	 * unit's or supervised program's stop, the wait after SIGKILL). */
+	void (*stop_progress)(void *ud, const struct gs_reclaim *rc, const struct gs_stop_progress *p);
+	/* A wait is over (clear the progress line): after the stop stage and
+	 * after the memory wait. */
 	void (*progress_end)(void *ud);
 };
 
