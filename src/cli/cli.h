@@ -36,6 +36,9 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv);
 struct gs_reclaim_hooks;
 void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks);
 
+/* -q: the plan is not shown (-y and no --dry-run). cli/cmd_reclaim.c */
+bool gs_cli_quiet_plan(const struct gs_request *req);
+
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;
 void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapshot *s);

@@ -42,7 +42,7 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 {
 	struct terminal *t = ud;
 
-	if (t->req->json)
+	if (t->req->json || gs_cli_quiet_plan(t->req))
 		return;
 	gs_print_plan(t->out, rc->rep.before, rc->rep.plan);
 	if (rc->no_match)
@@ -263,10 +263,19 @@ static void emit(const struct gs_request *req, const struct gs_reclaim_report *r
 			add_remote_text(j, rep);
 		gs_cli_print_json(j);
 		json_decref(j);
+	} else if (req->quiet) {
+		gs_print_reclaim_verdict(stdout, rep);
 	} else {
 		gs_print_reclaim_report(stdout, rep);
 	}
 	fflush(stdout);
+}
+
+bool gs_cli_quiet_plan(const struct gs_request *req)
+{
+	/* -q drops the plan only where nobody is asked about it (-y) and it
+	 * is not the result (--dry-run): a question needs its plan. */
+	return req->quiet && req->yes && !req->dry_run;
 }
 
 void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks)

@@ -393,6 +393,24 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 	gs_safe(raw, buf, len);
 }
 
+static void print_verdict_line(FILE *f, const struct gs_reclaim_report *r)
+{
+	const char *c = gs_color_verdict(f, r->verdict);
+
+	fprintf(f, "Verdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
+}
+
+void gs_print_reclaim_verdict(FILE *f, const struct gs_reclaim_report *r)
+{
+	char line[1024];
+
+	print_verdict_line(f, r);
+	if (!gs_verdict_ok(r->verdict)) {
+		gs_reclaim_summary(r, line, sizeof(line));
+		fprintf(f, "%s\n", line);
+	}
+}
+
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -564,11 +582,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			fprintf(f, "interrupted: stopped escalating\n");
 	}
 	gs_reclaim_summary(r, line, sizeof(line));
-	{
-		const char *c = gs_color_verdict(f, r->verdict);
-
-		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
-	}
+	fputc('\n', f);
+	print_verdict_line(f, r);
 	/* Clean now, but what restarts the job is still there: a restart
 	 * later than the watch would hold the GPU again. */
 	for (size_t i = 0; r->verify && !r->verify->n_respawns && gs_verdict_ok(r->verdict) && i < r->verify->n_alive;

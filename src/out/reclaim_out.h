@@ -12,6 +12,8 @@
 
 void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p);
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r);
+/* The report for -q: the verdict line, and why when it is not clean. */
+void gs_print_reclaim_verdict(FILE *f, const struct gs_reclaim_report *r);
 json_t *gs_json_reclaim(const struct gs_reclaim_report *r);
 
 /* A one-line drain reason: "gpuslate: GPU 0 not clean: 3590 MiB held by 1234 (python3)". */

@@ -61,3 +61,56 @@ tty_run() {
 	assert_match "$tty" "stopped with its unit|stopped-with-unit|killed" "report"
 	assert_dead "$main"
 }
+
+# one_line TEXT REGEX: TEXT is a single line, matching REGEX.
+one_line() {
+	assert_eq "$(wc -l <<<"$1")" 1 "lines in [$1]"
+	assert_match "$1" "$2" "the only line"
+}
+# only_verdict TEXT: TEXT is one line, the verdict's.
+only_verdict() { one_line "$1" "^Verdict: clean \([0-9.]+ s\)\$"; }
+
+@test "daily: reclaim -y -q and wait -q print the verdict line only" {
+	start_holder h --gpu 0 --mib 2048
+	p=$(rpid h)
+	run --separate-stderr gs reclaim -y -q
+	assert_status 0
+	only_verdict "$output"
+	assert_eq "$stderr" "" "stderr"
+	assert_dead "$p"
+
+	run --separate-stderr gs wait -q
+	assert_status 0
+	only_verdict "$output"
+	assert_eq "$stderr" "" "stderr"
+
+	# Without -q, the same commands print the plan and the tables.
+	run --separate-stderr gs wait
+	assert_status 0
+	assert_match "$output" "^GPU +NAME" "wait's table"
+}
+
+@test "daily: run -q prints the verdict line only, COMMAND's output stays" {
+	start_holder h --gpu 1 --mib 2048
+	p=$(rpid h)
+	run --separate-stderr gs run -y -q -- echo the-job
+	assert_status 0
+	assert_eq "$output" "the-job" "COMMAND's stdout"
+	only_verdict "$stderr"
+	assert_dead "$p"
+}
+
+@test "daily: restore -q prints its result line only" {
+	world_systemd_start
+	world_unit trainer -- "$GS_HOLDER" --gpu 0 --mib 4096 --ready-file "$BATS_TEST_TMPDIR/t.ready"
+	wait_for 10 test -f "$BATS_TEST_TMPDIR/t.ready"
+	run --separate-stderr gs reclaim -y -q
+	assert_status 0
+	only_verdict "$output"
+
+	run --separate-stderr gs restore -y -q
+	assert_status 0
+	one_line "$output" "^Restore: 1 started, .*\.\$"
+	assert_eq "$stderr" "" "stderr"
+	track "$(sd show -p MainPID --value trainer.service)"
+}
