@@ -14,7 +14,7 @@ _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 # Options of every command offered to people: not --remote (gpuslate passes
 # it to the far side itself) nor --proc-root (for reading a /proc copy in
 # tests); both are still accepted and skipped with their arguments.
-_gpuslate_common='-g --gpus --json -q --quiet -v --verbose -w --hosts -x --exclude
+_gpuslate_common='-g --gpus --json -q --quiet -v --verbose -W --wide -w --hosts -x --exclude
 	-f --fanout --hosts-file --ssh --remote-cmd --connect-timeout --command-timeout
 	--nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout -h --help -V --version'
 

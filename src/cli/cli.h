@@ -61,9 +61,13 @@ void gs_cli_json_failure(json_t *doc, int status);
  * "Early failures"). main() prints it on any such exit with --json. */
 void gs_cli_print_early_json(const struct gs_request *cli, int status);
 
-/* The width of the terminal on fd (TIOCGWINSZ), else $COLUMNS, else 80;
- * 0 when fd is not a terminal. cli/output.c */
+/* The columns a table on fd may take: the terminal's (TIOCGWINSZ), else
+ * $COLUMNS, else 80 on a terminal and 0 (no limit: whole lines) on a pipe
+ * or file. cli/output.c */
 size_t gs_cli_term_width(int fd);
+/* The width a table printed on f takes: gs_cli_term_width, or no limit
+ * with --wide. */
+size_t gs_cli_table_width(const struct gs_request *req, FILE *f);
 
 /* "gpuslate: " + message on stderr, escaped (util/sanitize.h). cli/output.c */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

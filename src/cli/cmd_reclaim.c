@@ -44,7 +44,7 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 
 	if (t->req->json || gs_cli_quiet_plan(t->req))
 		return;
-	gs_print_plan(t->out, rc->rep.before, rc->rep.plan);
+	gs_print_plan(t->out, rc->rep.before, rc->rep.plan, gs_cli_table_width(t->req, t->out));
 	if (rc->no_match)
 		fprintf(t->out, "%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), GS_SAFE(rc->no_match_msg + 1));
 }
@@ -242,7 +242,7 @@ static void add_remote_text(json_t *j, const struct gs_reclaim_report *rep)
 	if (!mf)
 		return;
 	if (!strcmp(rep->command, "reclaim"))
-		gs_print_plan(mf, rep->before, rep->plan);
+		gs_print_plan(mf, rep->before, rep->plan, 0);
 	if (rep->verdict == GS_VERDICT_DRY_RUN)
 		fputs("\nDry run: nothing was changed.\n", mf);
 	else

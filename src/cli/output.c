@@ -37,21 +37,26 @@ static void print_message(const char *prefix, const char *fmt, va_list ap, bool 
 size_t gs_cli_term_width(int fd)
 {
 	struct winsize ws;
-	const char *cols;
+	const char *cols = getenv("COLUMNS");
+	bool tty = isatty(fd);
 
-	if (!isatty(fd))
-		return 0;
-	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+	if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
 		return ws.ws_col;
-	cols = getenv("COLUMNS");
-	if (cols) {
+	/* As ps: COLUMNS is asked for, on a terminal or not. */
+	if (cols && *cols) {
 		char *end;
 		unsigned long v = strtoul(cols, &end, 10);
 
-		if (end != cols && !*end && v > 0 && v < 100000)
+		if (!*end && v > 0 && v < 100000)
 			return v;
 	}
-	return 80;
+	/* Not a terminal: a script gets whole lines (ps does the same). */
+	return tty ? 80 : 0;
+}
+
+size_t gs_cli_table_width(const struct gs_request *req, FILE *f)
+{
+	return req->wide ? 0 : gs_cli_term_width(fileno(f));
 }
 
 void gs_err(const char *fmt, ...)

@@ -105,23 +105,36 @@ static void mib(char *buf, size_t len, bool known, uint64_t bytes)
 		snprintf(buf, len, "-");
 }
 
-void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p)
+/* The command a plan line shows for target t, in full. */
+static void target_command(const struct gs_snapshot *s, const struct gs_target *t, char *buf, size_t len)
+{
+	const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+
+	if (h && h->info_ok)
+		gs_command_display(&h->info, buf, len);
+	else
+		gs_safe(t->comm, buf, len);
+}
+
+void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p, size_t width)
 {
 	char gl[64];
+	bool cut = false;
+	size_t cw = 0;
 
 	gpus_of(s, &p->gpus, gl, sizeof(gl));
 	fprintf(f, "Host %s, GPUs %s\n", GS_SAFE(s->host), gl);
 	if (!p->n_targets) {
 		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
 	} else {
-		size_t ow = 5, aw = 6, cw;
+		size_t ow = 5, aw = 6, longest = 7;
 
 		/* As the status table: owner and action in full, the command in
-		 * what is left of 100 columns (at least 16), cut in the middle. */
+		 * what is left of the width (at least 16), cut in the middle. */
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320], act[320];
+			char owner[320], act[320], cmd[GS_CMD_DISPLAY_MAX];
 
 			if (h && h->info_ok) {
 				gs_owner_format(&h->info.owner, owner, sizeof(owner));
@@ -131,18 +144,22 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			action_text(p, t, act, sizeof(act));
 			if (strlen(act) > aw)
 				aw = strlen(act);
+			target_command(s, t, cmd, sizeof(cmd));
+			if (strlen(cmd) > longest)
+				longest = strlen(cmd);
 		}
 		if (ow > GS_TABLE_OWNER_MAX)
 			ow = GS_TABLE_OWNER_MAX;
 		/* 41: indent, PID, user, GPUs, memory and the gaps */
-		cw = ow + aw + 41 + 16 < GS_TABLE_WIDTH ? GS_TABLE_WIDTH - 41 - ow - aw : 16;
+		cw = gs_table_command_width(width, 41 + ow + aw, longest);
 		fprintf(f, "Will stop:\n");
 		fprintf(f, "  %7s %-8s %-*s %-7s %10s %-*s %s\n", "PID", "USER", (int)cw, "COMMAND", "GPUS", "GPU-MEM",
 			(int)ow, "OWNER", "ACTION");
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[512], shown[128];
+			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[GS_CMD_DISPLAY_MAX],
+			     shown[GS_CMD_DISPLAY_MAX];
 
 			if (h) {
 				gpus_of(s, &h->gpus, tg, sizeof(tg));
@@ -150,11 +167,9 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				if (h->info_ok)
 					gs_owner_format(&h->info.owner, owner, sizeof(owner));
 			}
-			if (h && h->info_ok)
-				gs_command_display(&h->info, cmd, sizeof(cmd));
-			else
-				gs_safe(t->comm, cmd, sizeof(cmd));
+			target_command(s, t, cmd, sizeof(cmd));
 			gs_fit_middle(cmd, cw, shown, sizeof(shown));
+			cut |= strcmp(cmd, shown) != 0;
 			action_text(p, t, act, sizeof(act));
 			if (h && h->protected_unverified) {
 				size_t al = strlen(act);
@@ -163,6 +178,18 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			}
 			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
 				h && h->info_ok ? GS_SAFE(h->info.user) : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
+		}
+	}
+	/* Nothing is stopped, or asked about, that the user cannot read in
+	 * full: the lines the table cut, whole. */
+	if (cut) {
+		fprintf(f, "Command lines in full:\n");
+		for (size_t i = 0; i < p->n_targets; i++) {
+			char cmd[GS_CMD_DISPLAY_MAX];
+
+			target_command(s, &p->targets[i], cmd, sizeof(cmd));
+			if (strlen(cmd) > cw)
+				fprintf(f, "  %7d %s\n", (int)p->targets[i].pid, cmd);
 		}
 	}
 	if (p->n_restarters) {

@@ -10,7 +10,9 @@
 #include "core/reclaim.h"
 
 
-void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p);
+/* width: the columns the table may take (the terminal's), 0 for no limit.
+ * Command lines the table cuts follow it in full. */
+void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p, size_t width);
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r);
 /* The report for -q: the verdict line, and why when it is not clean. */
 void gs_print_reclaim_verdict(FILE *f, const struct gs_reclaim_report *r);

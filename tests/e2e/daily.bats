@@ -114,3 +114,102 @@ only_verdict() { one_line "$1" "^Verdict: clean \([0-9.]+ s\)\$"; }
 	assert_eq "$stderr" "" "stderr"
 	track "$(sd show -p MainPID --value trainer.service)"
 }
+
+# A serving job's command line, longer than any terminal's COMMAND column.
+LONG_ARGS=(-- python3 -m sglang.launch_server --model-path /models/Qwen2.5-72B-Instruct-GPTQ-Int4 --port 30000
+	--tp-size 2 --mem-fraction-static 0.88 --served-model-name qwen-72b-instruct --trust-remote-code)
+LONG_TAIL="--served-model-name qwen-72b-instruct --trust-remote-code"
+
+# term NAME COLS CMD: the shell command CMD on a terminal of COLS columns;
+# its output, without the carriage returns, in NAME.tty.
+term() {
+	command -v script >/dev/null || skip "script (util-linux) is not installed"
+	script -q -e -c "stty cols $2; $3" /dev/null </dev/null >"$BATS_TEST_TMPDIR/$1.raw" 2>&1
+	tr -d '\r' <"$BATS_TEST_TMPDIR/$1.raw" >"$BATS_TEST_TMPDIR/$1.tty"
+}
+
+# longest FILE: the length of its longest line.
+longest() { awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$1"; }
+
+@test "daily: the plan and status take the terminal's width, cut with an ellipsis" {
+	start_holder job --gpu 0 --mib 2048 "${LONG_ARGS[@]}"
+	p=$(rpid job)
+
+	for cols in 160 100; do
+		run term plan$cols "$cols" "$GPUSLATE_BIN reclaim --dry-run; $GPUSLATE_BIN status"
+		assert_status 0
+		f=$BATS_TEST_TMPDIR/plan$cols.tty
+		# (the lines the table cut follow it whole: they may wrap)
+		n=$(sed '/^Command lines in full:/,/^$/d' "$f" | longest /dev/stdin)
+		[ "$n" -le "$cols" ] || { echo "a line of $n columns on a $cols-column terminal:" >&2; cat "$f" >&2; false; }
+		# The COMMAND column takes what the others leave: the row fills
+		# the terminal (less the gaps of its last column).
+		row=$(grep -E "^ +$p +root " "$f" | head -n 1)
+		[ "${#row}" -ge $((cols - 8)) ] || { echo "plan row of ${#row} columns on $cols: $row" >&2; false; }
+		assert_match "$row" "gs-holder .*\.\.\..*remote-code " "plan row, cut in the middle"
+	done
+	# COLUMNS stands in for a terminal that cannot say its size, on a pipe too.
+	run env COLUMNS=100 "$GPUSLATE_BIN" status
+	assert_status 0
+	n=$(longest /dev/stdin <<<"$output")
+	[ "$n" -le 100 ] || { echo "COLUMNS=100, a line of $n: $output" >&2; false; }
+	row=$(grep -E "^ +$p +root " <<<"$output")
+	[ "${#row}" -ge 92 ] || { echo "status row of ${#row} columns with COLUMNS=100: $row" >&2; false; }
+	assert_match "$row" "\.\.\..*remote-code " "status row, cut in the middle"
+}
+
+@test "daily: on a pipe, and with --wide, command lines are whole" {
+	start_holder job --gpu 0 --mib 2048 "${LONG_ARGS[@]}"
+	p=$(rpid job)
+	full=$(tr '\0' ' ' <"/proc/$p/cmdline")
+	full=${full% }
+	full=${full#"$GS_HOLDER"}
+
+	run --separate-stderr gs reclaim --dry-run
+	assert_status 0
+	assert_match "$output" "^ +$p +root +gs-holder.*$LONG_TAIL " "plan row on a pipe"
+	assert_no_match "$output" "\.\.\." "an ellipsis on a pipe"
+	assert_no_match "$output" "Command lines in full" "plan on a pipe"
+	run --separate-stderr gs status
+	assert_match "$output" "^ +$p +root +gs-holder.*$LONG_TAIL " "status row on a pipe"
+
+	for cmd in "reclaim --dry-run -W" "status --wide"; do
+		run term wide 80 "$GPUSLATE_BIN $cmd"
+		assert_status 0
+		grep -qF -- "gs-holder$full " "$BATS_TEST_TMPDIR/wide.tty" ||
+			{ echo "$cmd: no whole command line:" >&2; cat "$BATS_TEST_TMPDIR/wide.tty" >&2; false; }
+	done
+}
+
+@test "daily: the question never asks about a command line that is not shown in full" {
+	start_holder job --gpu 0 --mib 2048 "${LONG_ARGS[@]}"
+	p=$(rpid job)
+	full=$(tr '\0' ' ' <"/proc/$p/cmdline")
+	full=${full% }
+	full=${full#"$GS_HOLDER"}
+
+	pty_start ask "stty cols 100; $GPUSLATE_BIN reclaim"
+	wait_for 20 pty_shows ask "Proceed?"
+	tty=$(tr -d '\r' <"$BATS_TEST_TMPDIR/ask.tty")
+	assert_match "$tty" "^ +$p +root +gs-holder.*\.\.\." "the row is cut"
+	assert_match "$tty" "^Command lines in full:" "the full lines' heading"
+	grep -qF -- "$p gs-holder$full" <<<"$tty" || { echo "no full line before the question: $tty" >&2; false; }
+	pty_type ask n
+	bg_wait ask 20
+	alive "$p"
+}
+
+@test "daily: a long GPU name is whole where it fits, else cut with an ellipsis" {
+	name="NVIDIA H100 80GB HBM3"
+	bash "$GS_FAKES/mkhost.sh" "$BATS_TEST_TMPDIR/h100" 2 --name "$name"
+	export FAKE_NVML_STATE=$BATS_TEST_TMPDIR/h100/nvml GPUSLATE_DEV_ROOT=$BATS_TEST_TMPDIR/h100/dev \
+		GPUSLATE_NVIDIA_PROCFS=$BATS_TEST_TMPDIR/h100/driver
+
+	run --separate-stderr gs status
+	assert_status 0
+	assert_match "$output" "^0 +$name +GPU-" "GPU 0 on a pipe"
+	run term wide 160 "$GPUSLATE_BIN status"
+	assert_match "$(cat "$BATS_TEST_TMPDIR/wide.tty")" "^0 +$name +GPU-" "GPU 0 on 160 columns"
+	run term narrow 80 "$GPUSLATE_BIN status"
+	assert_match "$(cat "$BATS_TEST_TMPDIR/narrow.tty")" "^0 +NVIDIA H100 [^ ]*\.\.\. +GPU-" "GPU 0 on 80 columns"
+}
