@@ -42,7 +42,15 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 {
 	struct terminal *t = ud;
 
-	if (t->req->json || gs_cli_quiet_plan(t->req))
+	if (t->req->json)
+		return;
+	if (t->req->cmd == GS_CMD_WAIT) {
+		/* As reclaim's: which host, which GPUs. */
+		if (!t->req->quiet)
+			gs_print_plan_header(t->out, rc->rep.before, rc->rep.plan);
+		return;
+	}
+	if (gs_cli_quiet_plan(t->req))
 		return;
 	gs_print_plan(t->out, rc->rep.before, rc->rep.plan, gs_cli_table_width(t->req, t->out));
 	if (rc->no_match)

@@ -143,13 +143,17 @@ int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*w
 	}
 	r = gs_lock_wait(fd, path, timeout_ms, intr, waiting, ud);
 	if (r < 0) {
+		char who[300];
+
+		/* Who it is, while it still holds it. */
+		gs_lock_holder_text(fd, who, sizeof(who));
 		close(fd);
 		if (r == -EINTR)
 			gs_seterr(err, errlen,
 				  "interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
 		else if (r == -EBUSY)
-			gs_seterr(err, errlen, "another gpuslate reclaim still holds the lock after %.0f s",
-				  timeout_ms / 1000.0);
+			gs_seterr(err, errlen, "another gpuslate reclaim still holds the lock after %.0f s%s%s",
+				  timeout_ms / 1000.0, who[0] ? ": " : "", who);
 		else
 			gs_seterr(err, errlen, "cannot lock '%s': %s", path, strerror(-r));
 		return r;
@@ -1162,7 +1166,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	else
 		for (size_t i = 0; i < rc->rep.n_unmatched; i++)
 			note(rc, "%s matches no process", rc->unmatched[i]);
-	if (!wait_mode && rc->hooks->plan_ready)
+	/* wait too: its header says which host and GPUs it waits for. */
+	if (rc->hooks->plan_ready)
 		rc->hooks->plan_ready(rc->hooks->ud, rc);
 	if (!wait_mode && req->dry_run) {
 		if (rc->no_match)

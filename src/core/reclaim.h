@@ -56,7 +56,8 @@ struct gs_reclaim_hooks {
 	void (*snapshot_ready)(void *ud, const struct gs_snapshot *s);
 	/* A note for people (lock contention, a filter matching nothing). */
 	void (*note)(void *ud, const char *text);
-	/* The plan is made (reclaim only): show it. no_match: the filters
+	/* The plan is made: show it (wait: its rep.command is "wait", the
+	 * plan has no targets; the GPUs it waits for). no_match: the filters
 	 * match nothing on the host, the reclaim's no_match text says so. */
 	void (*plan_ready)(void *ud, const struct gs_reclaim *rc);
 	/* Ask before stopping anything. NULL: nobody to ask (refused). */

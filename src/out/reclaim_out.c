@@ -105,6 +105,14 @@ static void mib(char *buf, size_t len, bool known, uint64_t bytes)
 		snprintf(buf, len, "-");
 }
 
+void gs_print_plan_header(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p)
+{
+	char gl[64];
+
+	gpus_of(s, &p->gpus, gl, sizeof(gl));
+	fprintf(f, "Host %s, GPUs %s\n", GS_SAFE(s->host), gl);
+}
+
 /* The command a plan line shows for target t, in full. */
 static void target_command(const struct gs_snapshot *s, const struct gs_target *t, char *buf, size_t len)
 {
@@ -118,12 +126,10 @@ static void target_command(const struct gs_snapshot *s, const struct gs_target *
 
 void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p, size_t width)
 {
-	char gl[64];
 	bool cut = false;
 	size_t cw = 0;
 
-	gpus_of(s, &p->gpus, gl, sizeof(gl));
-	fprintf(f, "Host %s, GPUs %s\n", GS_SAFE(s->host), gl);
+	gs_print_plan_header(f, s, p);
 	if (!p->n_targets) {
 		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
 	} else {
@@ -438,6 +444,43 @@ void gs_print_reclaim_verdict(FILE *f, const struct gs_reclaim_report *r)
 	}
 }
 
+/* An outcome in words for people (the JSON keeps gs_outcome_str's
+ * tokens): "exited after SIGTERM", "stopped with its unit x.service". */
+static void outcome_sentence(FILE *f, const struct gs_plan *p, size_t i, enum gs_outcome o)
+{
+	switch (o) {
+	case GS_OUT_EXITED_TERM: fputs("exited after SIGTERM", f); return;
+	case GS_OUT_KILLED: fputs("killed", f); return;
+	case GS_OUT_STOPPED_WITH_UNIT: {
+		int u = i < p->n_targets ? p->targets[i].unit : -1;
+
+		if (u < 0 || (size_t)u >= p->n_units) {
+			fputs("stopped with its unit", f);
+			return;
+		}
+		if (gs_unit_stop_is_supervised(&p->units[u]))
+			fprintf(f, "stopped with its %s %s", strcmp(p->units[u].runtime, "supervisord") ? "service" : "program",
+				GS_SAFE(p->units[u].unit));
+		else if (p->units[u].runtime[0])
+			fprintf(f, "stopped with its container %.12s", GS_SAFE(p->units[u].unit));
+		else
+			fprintf(f, "stopped with its unit %s", GS_SAFE(p->units[u].unit));
+		return;
+	}
+	case GS_OUT_ALREADY_GONE: fputs("already gone", f); return;
+	case GS_OUT_PID_REUSED: fputs("not signalled: its PID is another process's now", f); return;
+	case GS_OUT_PERMISSION: fputs("not permitted to signal", f); return;
+	case GS_OUT_D_STATE: fputs("alive after SIGKILL", f); return;
+	case GS_OUT_SURVIVED: fputs("survived SIGKILL", f); return;
+	case GS_OUT_INTERRUPTED: fputs("not escalated: gpuslate was interrupted", f); return;
+	case GS_OUT_DRIVER_FAILURE: fputs("not escalated: the GPU driver failed", f); return;
+	case GS_OUT_NOT_SIGNALLED: fputs("not signalled", f); return;
+	case GS_OUT_FROZEN: fputs("frozen", f); return;
+	case GS_OUT_PENDING: break;
+	}
+	fputs(gs_outcome_str(o), f);
+}
+
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -482,9 +525,10 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			/* comm in 16 columns; an escape is never cut (util/sanitize.h) */
 			char sig[32], cm[17];
 
-			fprintf(f, "  %8d  %-16s signals %-14s %s", (int)pr->pid,
+			fprintf(f, "  %8d  %-16s signals %-14s ", (int)pr->pid,
 				gs_text_escape(cm, sizeof(cm), pr->comm, strlen(pr->comm), 0),
-				signals_text(pr->sent, sig, sizeof(sig)), gs_outcome_str(pr->outcome));
+				signals_text(pr->sent, sig, sizeof(sig)));
+			outcome_sentence(f, p, i, pr->outcome);
 			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
 			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)
 				fprintf(f, " after %.2f s", pr->exited_ms / 1000.0);
@@ -514,7 +558,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 	if (r->verify) {
 		const struct gs_verify_result *v = r->verify;
 
-		fprintf(f, "\n%-4s %-22s %12s %12s %12s  %s\n", "GPU", "NAME", "BEFORE", "AFTER", "BASELINE", "RESULT");
+		/* ALLOWED: the baseline plus the tolerance, what "clean" allows. */
+		fprintf(f, "\n%-4s %-22s %12s %12s %12s  %s\n", "GPU", "NAME", "BEFORE", "AFTER", "ALLOWED", "RESULT");
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu_verdict *gv = &v->gpus[g];
 			const struct gs_gpu *gp = &s->gpus[gv->gpu];
@@ -523,7 +568,15 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			mib(b, sizeof(b), gv->mem_known, gv->before);
 			mib(a, sizeof(a), gv->mem_known, gv->after);
 			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
-			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, GS_SAFE(gp->name), b, a, bl);
+			{
+				char name[GS_SAFE_SIZE];
+
+				/* Cut where it shows: "NVIDIA H100 80GB H...". */
+				gs_safe(gp->name, name, sizeof(name));
+				if (strlen(name) > 22)
+					snprintf(name + 19, sizeof(name) - 19, "...");
+				fprintf(f, "%-4u %-22s %12s %12s %12s  ", gp->index, name, b, a, bl);
+			}
 			if (gv->clean && gv->n_others) {
 				fprintf(f, "not free: %llu MiB held by processes left alone:",
 					(unsigned long long)(gv->others_total / GS_MIB));

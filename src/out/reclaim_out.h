@@ -10,6 +10,8 @@
 #include "core/reclaim.h"
 
 
+/* "Host NAME, GPUs 0,1": the first line of the plan, and of wait. */
+void gs_print_plan_header(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p);
 /* width: the columns the table may take (the terminal's), 0 for no limit.
  * Command lines the table cuts follow it in full. */
 void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p, size_t width);

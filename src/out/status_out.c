@@ -643,8 +643,21 @@ static int parse_smi_fields(const char *fields, bool gpu, const struct smi_field
 					def = &smi_fields[i];
 		}
 		if (!def) {
-			/* nvidia-smi's own wording, so scripts see the familiar error. */
-			snprintf(err, errlen, "Field \"%s\" is not a valid field to query.", tok);
+			/* nvidia-smi's own wording, so scripts see the familiar
+			 * error; then the fields that are valid here. */
+			size_t off = (size_t)snprintf(err, errlen, "Field \"%s\" is not a valid field to query. Valid fields:",
+						      tok);
+			bool first = true;
+
+			for (size_t i = 0; i < GS_ARRAY_SIZE(smi_fields) && off < errlen; i++) {
+				if (smi_fields[i].gpu != gpu)
+					continue;
+				for (size_t k = 0; k < 3 && smi_fields[i].names[k] && off < errlen; k++) {
+					off += (size_t)snprintf(err + off, errlen - off, "%s %s", first ? "" : ",",
+								smi_fields[i].names[k]);
+					first = false;
+				}
+			}
 			return -EINVAL;
 		}
 		if (n == max) {

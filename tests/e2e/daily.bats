@@ -213,3 +213,56 @@ longest() { awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$1
 	run term narrow 80 "$GPUSLATE_BIN status"
 	assert_match "$(cat "$BATS_TEST_TMPDIR/narrow.tty")" "^0 +NVIDIA H100 [^ ]*\.\.\. +GPU-" "GPU 0 on 80 columns"
 }
+
+@test "daily: the report's words: ALLOWED, sentences in Stopped (tokens in JSON), wait's header" {
+	start_holder h --gpu 0 --mib 2048
+	p=$(rpid h)
+	run --separate-stderr gs reclaim -y -g 0
+	assert_status 0
+	assert_match "$output" "^GPU +NAME +BEFORE +AFTER +ALLOWED +RESULT\$" "report header"
+	assert_no_match "$output" "BASELINE" "the old header"
+	assert_match "$output" "^ +$p +gs-holder +signals TERM\+CONT +exited after SIGTERM after [0-9.]+ s\$" "stopped line"
+	assert_no_match "$output" "exited-after-term" "the JSON token in text"
+	assert_dead "$p"
+
+	start_holder h2 --gpu 1 --mib 1024
+	p=$(rpid h2)
+	run --separate-stderr gs reclaim -y -g 1 --json
+	assert_eq "$(jqo ".processes[] | select(.pid == $p) | .outcome")" exited-after-term "JSON outcome"
+
+	# wait's first line is reclaim's.
+	run --separate-stderr gs reclaim --dry-run -g 0
+	want=$(head -n 1 <<<"$output")
+	assert_match "$want" "^Host [^ ]+, GPUs 0\$" "reclaim's header"
+	run --separate-stderr gs wait -g 0
+	assert_status 0
+	assert_eq "$(head -n 1 <<<"$output")" "$want" "wait's header"
+}
+
+@test "daily: errors name what failed: the directory, the lock's holder, the valid fields" {
+	run --separate-stderr gs --dev-root "$BATS_TEST_TMPDIR/nodev" status
+	assert_status 2
+	assert_one_error "$stderr" "cannot open the device directory '$BATS_TEST_TMPDIR/nodev' \(--dev-root or GPUSLATE_DEV_ROOT\): No such file or directory\$"
+	run --separate-stderr gs --proc-root "$BATS_TEST_TMPDIR/noproc" reclaim --dry-run
+	assert_status 2
+	assert_one_error "$stderr" "cannot open the process directory '$BATS_TEST_TMPDIR/noproc' \(--proc-root\): No such file or directory\$"
+
+	run --separate-stderr gs status --query-gpu=index,bogus --format=csv
+	assert_status 2
+	assert_one_error "$stderr" "Field \"bogus\" is not a valid field to query\. Valid fields: index, uuid, .*memory\.used, memory\.free\$"
+	run --separate-stderr gs status --query-compute-apps=pid,bogus --format=csv
+	assert_status 2
+	assert_one_error "$stderr" "Valid fields: pid, process_name, .*used_gpu_memory\$"
+
+	# The lock, held by another gpuslate: one waiting for its answer.
+	start_holder h --gpu 0 --mib 1024
+	pty_start first "$GPUSLATE_BIN reclaim"
+	wait_for 20 pty_shows first "Proceed?"
+	l=$(cat "$GPUSLATE_LOCK_FILE")
+	run --separate-stderr gs reclaim -y --timeout 0
+	assert_status 5
+	assert_one_error "$stderr" "another gpuslate reclaim still holds the lock after 0 s: PID $l \($GPUSLATE_BIN reclaim\)\$"
+	pty_type first n
+	bg_wait first 20
+	alive "$(rpid h)"
+}
