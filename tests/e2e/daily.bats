@@ -4,6 +4,7 @@
 # output is real: the command runs under script(1) on a pseudo-terminal.
 
 load helpers
+load supervisors
 
 # tty_run NAME CMD: runs the shell command CMD on a terminal (script), with
 # the progress line allowed; its terminal output goes to NAME.tty.
@@ -58,8 +59,28 @@ tty_run() {
 	assert_status 0
 	tty=$(tr '\r' '\n' <"$BATS_TEST_TMPDIR/unit.tty")
 	assert_match "$tty" "stopping trainer\.service, [0-9]+ s of [0-9]+ s: gs-holder $main" "progress line"
-	assert_match "$tty" "stopped with its unit|stopped-with-unit|killed" "report"
+	assert_match "$tty" "^ +$main +gs-holder .* stopped with its unit trainer\.service after [0-9.]+ s" "report"
 	assert_dead "$main"
+}
+
+@test "daily: a supervisor's stop (supervisorctl stop) shows a progress line on a terminal" {
+	command -v supervisord >/dev/null || skip "supervisor is not installed (tools/install-deps test installs it)"
+	local d=$BATS_TEST_TMPDIR
+	# Deaf to SIGTERM: supervisord waits its stopwaitsecs (3 s) before SIGKILL.
+	sd_conf "[program:llm]
+command=$GS_HOLDER --gpu 0 --mib 2048 --ignore-term --ready-file $d/llm.ready -- python3 serve.py
+startsecs=0
+stopwaitsecs=3"
+	sd_run
+	wait_for 20 test -f "$d/llm.ready"
+	llm=$(ready_values "$d/llm.ready" pid)
+
+	run tty_run sd "$GPUSLATE_BIN reclaim -y"
+	assert_status 0
+	tty=$(tr '\r' '\n' <"$d/sd.tty")
+	assert_match "$tty" "stopping supervisord program llm:llm, [0-9]+ s of [0-9]+ s: gs-holder $llm" "progress line"
+	assert_match "$tty" "^ +$llm +gs-holder .* stopped with its program llm:llm after [0-9.]+ s" "report"
+	assert_dead "$llm"
 }
 
 # one_line TEXT REGEX: TEXT is a single line, matching REGEX.
