@@ -757,7 +757,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 {
 	struct gs_pidref *refs;
 	struct wait_set ws;
-	bool *active, *waitable;
+	bool *active, *waitable, *shown;
 	struct slots sl = { 0 };
 	struct prog pg = { .o = o };
 	size_t n = p->n_targets;
@@ -770,15 +770,17 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	refs = calloc(n ? n : 1, sizeof(*refs));
 	active = calloc(n ? n : 1, sizeof(*active));
 	waitable = calloc(n ? n : 1, sizeof(*waitable));
+	shown = calloc(n ? n : 1, sizeof(*shown)); /* the progress line's */
 	/* The wait's poll set too, before anything is signalled: an
 	 * allocation failure inside the wait would end the grace period. */
 	ws.pfd = calloc(n ? n : 1, sizeof(*ws.pfd));
 	ws.idx = calloc(n ? n : 1, sizeof(*ws.idx));
-	if (!r->procs || !r->units || !refs || !active || !waitable || !ws.pfd || !ws.idx) {
+	if (!r->procs || !r->units || !refs || !active || !waitable || !shown || !ws.pfd || !ws.idx) {
 		/* Nothing was signalled: no stop on an error path. */
 		free(refs);
 		free(active);
 		free(waitable);
+		free(shown);
 		free(ws.pfd);
 		free(ws.idx);
 		gs_stop_result_free(r);
@@ -891,8 +893,11 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	if (!interrupted(o)) {
 		uint64_t kill_wait = o->kill_wait_ms ? o->kill_wait_ms : 5000;
 
+		/* Shown: those still alive now, not those gone in the grace. */
+		for (size_t i = 0; i < n; i++)
+			shown[i] = waitable[i] && r->procs[i].outcome == GS_OUT_PENDING;
 		pg.st.result = r;
-		prog_begin(&pg, GS_STOP_PHASE_KILL_WAIT, NULL, kill_wait, waitable);
+		prog_begin(&pg, GS_STOP_PHASE_KILL_WAIT, NULL, kill_wait, shown);
 		wait_refs(refs, r, waitable, n, proc_fd, kill_wait, GS_OUT_KILLED, o, &sl, &ws, &pg);
 	}
 
@@ -930,6 +935,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	free(refs);
 	free(active);
 	free(waitable);
+	free(shown);
 	free(ws.pfd);
 	free(ws.idx);
 	return 0;
