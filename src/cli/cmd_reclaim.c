@@ -289,8 +289,9 @@ bool gs_cli_quiet_plan(const struct gs_request *req)
 void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks)
 {
 	static struct terminal term;
-	/* For people at a terminal: not with -q, not for a program (--json). */
-	bool progress = isatty(STDERR_FILENO) && !req->quiet && !req->json && !getenv("GPUSLATE_NO_PROGRESS");
+	/* For people at a terminal, not with -q. With --json too, as the
+	 * fleet's: the document is on stdout, the line on the terminal. */
+	bool progress = isatty(STDERR_FILENO) && !req->quiet && !getenv("GPUSLATE_NO_PROGRESS");
 
 	term = (struct terminal){ .req = req, .out = plan_out };
 	*hooks = (struct gs_reclaim_hooks){
