@@ -18,7 +18,7 @@ _gpuslate_argopts='-g --gpus -u --user --unit --container --match --include
 _gpuslate_every='--json -q --quiet -v --verbose -h --help -V --version'
 _gpuslate_fleet='-w --hosts -x --exclude -f --fanout --hosts-file --ssh --remote-cmd
 	--connect-timeout --command-timeout'
-_gpuslate_look='-g --gpus --nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout'
+_gpuslate_look='-g --gpus -W --wide --nvml-lib --dev-root --sys-root --no-nvml --nvml-timeout'
 _gpuslate_common="$_gpuslate_every $_gpuslate_fleet $_gpuslate_look"
 
 _gpuslate_cmd_opts()

@@ -40,6 +40,9 @@ int gs_cmd_fleet(const struct gs_request *cli, int argc, char **argv);
 struct gs_reclaim_hooks;
 void gs_cli_reclaim_hooks(const struct gs_request *req, FILE *plan_out, struct gs_reclaim_hooks *hooks);
 
+/* -q: the plan is not shown (-y and no --dry-run). cli/cmd_reclaim.c */
+bool gs_cli_quiet_plan(const struct gs_request *req);
+
 /* Warn on stderr about what a snapshot could not see. */
 struct gs_snapshot;
 void gs_cli_note_visibility(const struct gs_request *cli, const struct gs_snapshot *s);
@@ -66,6 +69,14 @@ void gs_cli_json_failure(json_t *doc, int status);
  * reason from the exit status and the first error line (docs/json.md,
  * "Early failures"). main() prints it on any such exit with --json. */
 void gs_cli_print_early_json(const struct gs_request *cli, int status);
+
+/* The columns a table on fd may take: the terminal's (TIOCGWINSZ), else
+ * $COLUMNS, else 80 on a terminal and 0 (no limit: whole lines) on a pipe
+ * or file. cli/output.c */
+size_t gs_cli_term_width(int fd);
+/* The width a table printed on f takes: gs_cli_term_width, or no limit
+ * with --wide. */
+size_t gs_cli_table_width(const struct gs_request *req, FILE *f);
 
 /* "gpuslate: " + message on stderr, escaped (util/sanitize.h). cli/output.c */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,7 +26,7 @@ static void on_plan(void *ud, const struct gs_restore *rs)
 {
 	const struct gs_request *req = ud;
 
-	if (!req->json)
+	if (!req->json && !gs_cli_quiet_plan(req))
 		gs_print_restore_plan(stdout, rs);
 }
 
@@ -105,6 +105,8 @@ int gs_cmd_restore(const struct gs_request *req)
 				add_remote_text(j, &rs);
 			gs_cli_print_json(j);
 			json_decref(j);
+		} else if (req->quiet) {
+			gs_print_restore_verdict(stdout, &rs);
 		} else {
 			gs_print_restore_report(stdout, &rs);
 		}

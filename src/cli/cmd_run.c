@@ -197,8 +197,17 @@ static bool restore_unrun(const struct gs_request *req, struct gs_reclaim *rc, s
 		return false;
 	restored = restore_stopped(req, rc, rs, status);
 	if (restored && !req->json)
-		gs_print_restore_report(stderr, rs);
+		(req->quiet ? gs_print_restore_verdict : gs_print_restore_report)(stderr, rs);
 	return restored;
+}
+
+/* The reclaim's report on stderr (stdout is COMMAND's); -q: its verdict. */
+static void print_report(const struct gs_request *req, const struct gs_reclaim_report *rep)
+{
+	if (req->quiet)
+		gs_print_reclaim_verdict(stderr, rep);
+	else
+		gs_print_reclaim_report(stderr, rep);
 }
 
 int gs_cmd_run(const struct gs_request *cli)
@@ -262,7 +271,7 @@ int gs_cmd_run(const struct gs_request *cli)
 		gs_last_reclaim_record(&rc.rep);
 	if (rc.rep.verdict != GS_VERDICT_CLEAN) {
 		if (rc.rep.verdict != GS_VERDICT_REFUSED && !req.json)
-			gs_print_reclaim_report(stderr, &rc.rep);
+			print_report(&req, &rc.rep);
 		gs_err("COMMAND not run: the reclaim's verdict is %s", gs_verdict_name(rc.rep.verdict));
 		/* What it stopped for COMMAND goes back: a service left
 		 * stopped for a job that never ran helps nobody. */
@@ -275,7 +284,7 @@ int gs_cmd_run(const struct gs_request *cli)
 		return status;
 	}
 	if (!req.json)
-		gs_print_reclaim_report(stderr, &rc.rep);
+		print_report(&req, &rc.rep);
 	fflush(stderr);
 	fflush(stdout);
 	{
@@ -304,7 +313,8 @@ int gs_cmd_run(const struct gs_request *cli)
 			status = (int)gs_exit_of_error(job.watch_error, GS_EXIT_DRIVER);
 		if (req.restore)
 			restored = restore_stopped(&req, &rc, &rs, &status);
-		summary(&req, &rc.rep, &job, restored ? &rs : NULL, status);
+		if (!req.quiet)
+			summary(&req, &rc.rep, &job, restored ? &rs : NULL, status);
 	}
 	if (req.json)
 		emit_json(&req, &rc.rep, &job, restored ? &rs : NULL, r == 0, status);

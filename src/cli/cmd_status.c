@@ -92,7 +92,7 @@ static int print_status_text(FILE *f, const struct gs_request *cli, const struct
 		gs_print_prometheus(f, s, sel, last);
 		free(last);
 	} else {
-		gs_print_status_table(f, s, sel, !cli->gpus);
+		gs_print_status_table(f, s, sel, !cli->gpus, gs_cli_table_width(cli, f));
 	}
 	return 0;
 }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* The first error line of this run: what a --json document of an early
@@ -34,6 +36,31 @@ static void print_message(const char *prefix, const char *fmt, va_list ap, bool 
 	fprintf(stderr, "%s%s\n", prefix, safe);
 	if (remember && !first_error[0])
 		gs_strlcpy(first_error, safe, sizeof(first_error));
+}
+
+size_t gs_cli_term_width(int fd)
+{
+	struct winsize ws;
+	const char *cols = getenv("COLUMNS");
+	bool tty = isatty(fd);
+
+	if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	/* As ps: COLUMNS is asked for, on a terminal or not. */
+	if (cols && *cols) {
+		char *end;
+		unsigned long v = strtoul(cols, &end, 10);
+
+		if (!*end && v > 0 && v < 100000)
+			return v;
+	}
+	/* Not a terminal: a script gets whole lines (ps does the same). */
+	return tty ? 80 : 0;
+}
+
+size_t gs_cli_table_width(const struct gs_request *req, FILE *f)
+{
+	return req->wide ? 0 : gs_cli_term_width(fileno(f));
 }
 
 void gs_err(const char *fmt, ...)

@@ -108,7 +108,17 @@ static int parse_item(const char *item, const struct gs_gpu *gpus, size_t n_gpus
 			return -ENOENT;
 		}
 		if (count > 1) {
-			snprintf(err, errlen, "GPU UUID prefix '%s' matches %zu GPUs", item, count);
+			/* Which ones: the user picks one by its index. */
+			size_t off = (size_t)snprintf(err, errlen, "GPU UUID prefix '%s' matches %zu GPUs:", item, count);
+			bool first = true;
+
+			for (size_t i = 0; i < n_gpus && off < errlen; i++) {
+				if (strncasecmp(gpus[i].uuid, item, len))
+					continue;
+				off += (size_t)snprintf(err + off, errlen - off, "%s %u (%s)", first ? "" : ",", gpus[i].index,
+							gpus[i].uuid);
+				first = false;
+			}
 			return -EINVAL;
 		}
 		gs_gpuset_add(set, (unsigned)match);

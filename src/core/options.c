@@ -75,6 +75,8 @@ const struct gs_option gs_options[] = {
 	  "no progress or notes on stderr" },
 	{ "verbose", 'v', NULL, GS_FOR_EVERY, GS_FWD_SPECIAL, GS_OT_FLAG, V(verbose), 0, NULL,
 	  "processes gpuslate could not inspect; with -w: every host's\nfull plan and report" },
+	{ "wide", 'W', NULL, GS_FOR_ALL, GS_FWD_NO, GS_OT_FLAG, V(wide), 0, NULL,
+	  "whole command lines in the tables (as ps -ww)" },
 
 	{ "hosts", 'w', "LIST", GS_FOR_FLEET, GS_FWD_NO, GS_OT_LIST, L(hosts), "Fleet",
 	  "run on hosts (gpu[01-16],pve1, @group, - for stdin)" },

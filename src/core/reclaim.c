@@ -144,13 +144,17 @@ int gs_host_lock_take(uint64_t timeout_ms, volatile sig_atomic_t *intr, void (*w
 	}
 	r = gs_lock_wait(fd, path, timeout_ms, intr, waiting, ud);
 	if (r < 0) {
+		char who[300];
+
+		/* Who it is, while it still holds it. */
+		gs_lock_holder_text(fd, who, sizeof(who));
 		close(fd);
 		if (r == -EINTR)
 			gs_seterr(err, errlen,
 				  "interrupted while waiting for another gpuslate reclaim to release the lock: nothing was done");
 		else if (r == -EBUSY)
-			gs_seterr(err, errlen, "another gpuslate reclaim still holds the lock after %.0f s",
-				  timeout_ms / 1000.0);
+			gs_seterr(err, errlen, "another gpuslate reclaim still holds the lock after %.0f s%s%s",
+				  timeout_ms / 1000.0, who[0] ? ": " : "", who);
 		else
 			gs_seterr(err, errlen, "cannot lock '%s': %s", path, strerror(-r));
 		return r;
@@ -201,6 +205,13 @@ static void progress(void *ud, const struct gs_gpu_verdict *v, size_t n, uint64_
 	struct gs_reclaim *rc = ud;
 
 	rc->hooks->progress(rc->hooks->ud, &rc->s, v, n, elapsed_ms);
+}
+
+static void stop_progress(void *ud, const struct gs_stop_progress *p)
+{
+	struct gs_reclaim *rc = ud;
+
+	rc->hooks->stop_progress(rc->hooks->ud, rc, p);
 }
 
 /* Where the last reclaim's verdict is kept for `status --format prometheus`. */
@@ -1005,9 +1016,13 @@ static int stop_and_wait(struct gs_reclaim *rc, const struct gs_request *req, bo
 			.driver_failed = &driver_failed,
 			.have_pct = rc->sel.have_pct,
 			.root = gs_discover_root(&rc->d),
+			.progress = rc->hooks->stop_progress ? stop_progress : NULL,
+			.progress_ud = rc,
 		};
 
 		r = gs_stop_run(&rc->plan, gs_discover_proc_fd(&rc->d), &so, &rc->stop);
+		if (rc->hooks->progress_end)
+			rc->hooks->progress_end(rc->hooks->ud);
 		if (r < 0)
 			return fail(rc, gs_exit_of_error(r, GS_EXIT_DRIVER), "stopping failed: %s", strerror(-r));
 		rc->rep.stop = &rc->stop;
@@ -1173,7 +1188,8 @@ static int run(const struct gs_request *req, struct gs_reclaim *rc)
 	else
 		for (size_t i = 0; i < rc->rep.n_unmatched; i++)
 			note(rc, "%s matches no process", rc->unmatched[i]);
-	if (!wait_mode && rc->hooks->plan_ready)
+	/* wait too: its header says which host and GPUs it waits for. */
+	if (rc->hooks->plan_ready)
 		rc->hooks->plan_ready(rc->hooks->ud, rc);
 	if (!wait_mode && req->dry_run) {
 		if (rc->no_match)

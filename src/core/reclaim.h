@@ -56,7 +56,8 @@ struct gs_reclaim_hooks {
 	void (*snapshot_ready)(void *ud, const struct gs_snapshot *s);
 	/* A note for people (lock contention, a filter matching nothing). */
 	void (*note)(void *ud, const char *text);
-	/* The plan is made (reclaim only): show it. no_match: the filters
+	/* The plan is made: show it (wait: its rep.command is "wait", the
+	 * plan has no targets; the GPUs it waits for). no_match: the filters
 	 * match nothing on the host, the reclaim's no_match text says so. */
 	void (*plan_ready)(void *ud, const struct gs_reclaim *rc);
 	/* Ask before stopping anything. NULL: nobody to ask (refused). */
@@ -64,7 +65,11 @@ struct gs_reclaim_hooks {
 	/* About every 200 ms while waiting for the memory. */
 	void (*progress)(void *ud, const struct gs_snapshot *s, const struct gs_gpu_verdict *v, size_t n,
 			 uint64_t elapsed_ms);
-	/* The wait is over (clear the progress line). */
+	/* About once a second while the stop stage waits (a grace period, a
+	 * unit's or supervised program's stop, the wait after SIGKILL). */
+	void (*stop_progress)(void *ud, const struct gs_reclaim *rc, const struct gs_stop_progress *p);
+	/* A wait is over (clear the progress line): after the stop stage and
+	 * after the memory wait. */
 	void (*progress_end)(void *ud);
 };
 

@@ -52,9 +52,12 @@ int gs_request_discover_open(const struct gs_request *req, struct gs_discover *d
 		snprintf(err, errlen, "cannot open --sys-root '%s': %s", req->sys_root, strerror(ENOENT));
 		return -ENOENT;
 	}
-	if (r == -ENOENT || r == -ENOTDIR)
-		snprintf(err, errlen, "cannot open '%s' or '%s': %s", req->proc_root ? req->proc_root : "/proc",
-			 req->dev_root ? req->dev_root : "/dev", strerror(-r));
+	if (r < 0 && d->root.failed == d->root.proc_path)
+		snprintf(err, errlen, "cannot open the process directory '%s'%s: %s", d->root.proc_path,
+			 req->proc_root ? " (--proc-root)" : "", strerror(-r));
+	else if (r < 0 && d->root.failed == d->root.dev_path)
+		snprintf(err, errlen, "cannot open the device directory '%s'%s: %s", d->root.dev_path,
+			 req->dev_root ? " (--dev-root or GPUSLATE_DEV_ROOT)" : "", strerror(-r));
 	else if (r < 0)
 		snprintf(err, errlen, "cannot start discovery: %s", d->error[0] ? d->error : strerror(-r));
 	return r;

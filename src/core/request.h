@@ -67,6 +67,7 @@ struct gs_request {
 	bool json, csv, quiet, prometheus;
 	bool csv_processes;               /* --csv=processes: that table, not the GPUs' */
 	bool verbose;                     /* -v: with -w, each host's own report */
+	bool wide;                        /* -W: whole command lines in the tables */
 	bool remote;                      /* --remote: run for a fleet controller */
 	const char *query_gpu, *query_apps, *format;
 

@@ -108,6 +108,53 @@ static void send_signal(struct gs_pidref *ref, int proc_fd, struct gs_proc_resul
 		pr->error = -r;
 }
 
+/* The progress line's beat: nothing for a stop that is over within half a
+ * second, then about one line a second. */
+#define PROGRESS_FIRST_MS 500u
+#define PROGRESS_EVERY_MS 1000u
+/* How often a running tool's wait looks at the beat. */
+#define PROGRESS_CHECK_MS 100u
+
+struct prog {
+	const struct gs_stop_opts *o;
+	struct gs_stop_progress st;
+	uint64_t t0, next;
+};
+
+static void prog_begin(struct prog *pg, enum gs_stop_phase phase, const struct gs_unit_stop *u, uint64_t timeout_ms,
+		       const bool *waiting)
+{
+	pg->st.phase = phase;
+	pg->st.unit = u;
+	pg->st.timeout_ms = timeout_ms;
+	pg->st.waiting = waiting;
+	pg->t0 = gs_now_ms();
+	pg->next = pg->t0 + PROGRESS_FIRST_MS;
+}
+
+/* Tell the caller what is waited for, when the beat is due. */
+static void prog_tick(void *ud)
+{
+	struct prog *pg = ud;
+	uint64_t now = gs_now_ms();
+
+	if (!pg->o->progress || now < pg->next)
+		return;
+	pg->st.elapsed_ms = now - pg->t0;
+	pg->o->progress(pg->o->progress_ud, &pg->st);
+	pg->next = now + PROGRESS_EVERY_MS;
+}
+
+/* A control tool (systemctl, docker, supervisorctl, sv, s6-svc), run
+ * with the progress beat going while it runs. */
+static int run_tool(const char *const *argv, uint64_t timeout_ms, struct prog *pg, struct gs_run_result *rr)
+{
+	struct gs_spawn_tick t = { .fn = prog_tick, .ud = pg, .every_ms = PROGRESS_CHECK_MS };
+
+	return gs_spawn_run_ticking((char *const *)argv, timeout_ms, 4096, pg->o->interrupted,
+				    pg->o->progress ? &t : NULL, rr);
+}
+
 /* Descriptors kept free while pidfds are held: pipes of the unit stops'
  * child processes, /proc files read meanwhile, a parked target's pidfd. */
 #define STOP_FD_RESERVE 32u
@@ -141,7 +188,7 @@ struct wait_set {
  * exits gives its pidfd back; parked ones take the free slots. */
 static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bool *active, size_t n,
 		      int proc_fd, uint64_t timeout_ms, enum gs_outcome outcome, const struct gs_stop_opts *o,
-		      struct slots *sl, const struct wait_set *ws)
+		      struct slots *sl, const struct wait_set *ws, struct prog *pg)
 {
 	uint64_t deadline = gs_now_ms() + timeout_ms;
 	struct pollfd *pfd = ws->pfd;
@@ -186,6 +233,8 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 		}
 		if (o->tick && !settling)
 			o->tick(o->tick_ud);
+		if (!settling)
+			prog_tick(pg);
 		now = gs_now_ms();
 		if (!settling && driver_failed(o)) {
 			settling = true;
@@ -203,6 +252,8 @@ static void wait_refs(struct gs_pidref *refs, struct gs_stop_result *r, const bo
 				beat = parked_beat_ms(parked);
 			if (o->tick && o->tick_ms && o->tick_ms < beat)
 				beat = o->tick_ms;
+			if (o->progress && beat > PROGRESS_CHECK_MS)
+				beat = PROGRESS_CHECK_MS;
 			t = (int)(left > beat ? beat : left);
 			(void)poll(pfd, m, t);
 		}
@@ -285,7 +336,7 @@ static const char *show_value(const char *out, const char *key, char *buf, size_
  * container's or a runner's unit below a delegation boundary, a layout
  * gpuslate does not know) is another unit, and stopping it a wrong kill. */
 static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t timeout_ms,
-			   struct gs_unit_result *ur)
+			   struct gs_unit_result *ur, struct prog *pg)
 {
 	/* With its state before the stop, for the stopped-state file that
 	 * `restore` reads (core/stopped.h): one question, not three. */
@@ -303,7 +354,7 @@ static bool unit_is_theirs(const struct gs_unit_stop *u, const struct gs_stop_op
 		return false;
 	}
 	argv_text(argv, cmd, sizeof(cmd));
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	r = run_tool(argv, timeout_ms, pg, &rr);
 	if (r < 0) {
 		snprintf(ur->error, sizeof(ur->error), "not stopped: cannot run %s: %s", argv[0], strerror(-r));
 		return false;
@@ -349,14 +400,14 @@ static void unit_out_of_time(const struct gs_stop_opts *o, struct gs_unit_result
 }
 
 /* Run argv within the unit deadline; fills ur's exit code and error. */
-static void run_stop_command(const char *const *argv, const struct gs_stop_opts *o, uint64_t timeout_ms,
-			     struct gs_unit_result *ur)
+static void run_stop_command(const char *const *argv, uint64_t timeout_ms, struct gs_unit_result *ur,
+			     struct prog *pg)
 {
 	struct gs_run_result rr;
 	int r;
 
 	argv_text(argv, ur->command, sizeof(ur->command));
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	r = run_tool(argv, timeout_ms, pg, &rr);
 	if (r < 0) {
 		ur->exit_code = -1;
 		snprintf(ur->error, sizeof(ur->error), "cannot run %s: %s", argv[0], strerror(-r));
@@ -382,7 +433,7 @@ static void run_stop_command(const char *const *argv, const struct gs_stop_opts 
  * ControlGroup). If the runtime cannot be asked or the stop fails, the
  * ladder signals its processes and the respawn watch judges. */
 static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
-			   struct gs_unit_result *ur)
+			   struct gs_unit_result *ur, struct prog *pg)
 {
 	const char *argv[48];
 	char buf[1024], grace[32];
@@ -409,7 +460,7 @@ static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_op
 	argv[n + 2] = "{{.Id}} {{.State.Running}}";
 	argv[n + 3] = u->unit;
 	argv[n + 4] = NULL;
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	r = run_tool(argv, timeout_ms, pg, &rr);
 	if (r < 0 || rr.timed_out || rr.interrupted || rr.exit_code != 0) {
 		snprintf(ur->error, sizeof(ur->error), "not stopped: %s inspect %s", u->runtime,
 			 r < 0 ? strerror(-r) : rr.timed_out ? "timed out" : rr.interrupted ? "was interrupted" : "failed");
@@ -444,7 +495,7 @@ static void stop_container(const struct gs_unit_stop *u, const struct gs_stop_op
 	argv[n + 2] = grace;
 	argv[n + 3] = u->unit;
 	argv[n + 4] = NULL;
-	run_stop_command(argv, o, timeout_ms, ur);
+	run_stop_command(argv, timeout_ms, ur, pg);
 	/* For restore: when it stopped, to tell a later stop by someone else. */
 	ur->stopped_at = (int64_t)time(NULL);
 	if (ur->timed_out && capped)
@@ -476,7 +527,7 @@ static bool supervised_stop_done(enum gs_sup_kind k, const struct gs_run_result 
  * of that name (a config reloaded since) is not ours to stop. Anything
  * that fails leaves its processes to the ladder and the respawn watch. */
 static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const struct gs_stop_opts *o,
-			    uint64_t units_end, struct gs_unit_result *ur)
+			    uint64_t units_end, struct gs_unit_result *ur, struct prog *pg)
 {
 	enum gs_sup_kind k = gs_sup_kind_from_str(u->runtime);
 	const char *argv[16];
@@ -499,7 +550,7 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 		snprintf(ur->error, sizeof(ur->error), "not stopped: no usable %s command", u->runtime);
 		return;
 	}
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	r = run_tool(argv, timeout_ms, pg, &rr);
 	if (r < 0) {
 		snprintf(ur->error, sizeof(ur->error), "not stopped: cannot run %s: %s", argv[0], strerror(-r));
 		ur->took_ms = gs_now_ms() - t0;
@@ -544,7 +595,7 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 		(void)gs_supervisor_argv(u->runtime, u->control_opt, u->control, u->unit, GS_SUP_VERB_STOP, wait_ms,
 					 buf, sizeof(buf), argv, GS_ARRAY_SIZE(argv));
 		argv_text(argv, ur->command, sizeof(ur->command));
-		r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+		r = run_tool(argv, timeout_ms, pg, &rr);
 		if (r == 0 && k == GS_SUP_S6 && !supervised_stop_done(k, &rr) && !rr.interrupted &&
 		    rr.exit_code == 99) {
 			/* s6-svc waited the grace out (99: timed out); the
@@ -562,7 +613,7 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 						 o->kill_wait_ms ? o->kill_wait_ms : 5000, buf, sizeof(buf), argv,
 						 GS_ARRAY_SIZE(argv));
 			argv_text(argv, ur->command, sizeof(ur->command));
-			r = gs_spawn_run_interruptible((char *const *)argv, left, 4096, o->interrupted, &rr);
+			r = run_tool(argv, left, pg, &rr);
 		}
 	}
 	ur->took_ms = gs_now_ms() - t0;
@@ -594,7 +645,7 @@ static void stop_supervised(const struct gs_unit_stop *u, int proc_fd, const str
 
 
 static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o, uint64_t units_end,
-		      struct gs_unit_result *ur)
+		      struct gs_unit_result *ur, struct prog *pg)
 {
 	static const char *const stop[] = { "stop", NULL };
 	const char *argv[32];
@@ -610,7 +661,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		unit_out_of_time(o, ur);
 		return;
 	}
-	if (!unit_is_theirs(u, o, timeout_ms, ur)) {
+	if (!unit_is_theirs(u, o, timeout_ms, ur, pg)) {
 		/* The question itself cut short by the shared time: say so. */
 		if (capped && gs_now_ms() >= units_end)
 			unit_out_of_time(o, ur);
@@ -629,7 +680,7 @@ static void stop_unit(const struct gs_unit_stop *u, const struct gs_stop_opts *o
 		return;
 	}
 	argv_text(argv, ur->command, sizeof(ur->command));
-	r = gs_spawn_run_interruptible((char *const *)argv, timeout_ms, 4096, o->interrupted, &rr);
+	r = run_tool(argv, timeout_ms, pg, &rr);
 	ur->took_ms = gs_now_ms() - t0;
 	if (r < 0) {
 		ur->exit_code = -1;
@@ -706,8 +757,9 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 {
 	struct gs_pidref *refs;
 	struct wait_set ws;
-	bool *active, *waitable;
+	bool *active, *waitable, *shown;
 	struct slots sl = { 0 };
+	struct prog pg = { .o = o };
 	size_t n = p->n_targets;
 	uint64_t units_end;
 
@@ -718,15 +770,17 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	refs = calloc(n ? n : 1, sizeof(*refs));
 	active = calloc(n ? n : 1, sizeof(*active));
 	waitable = calloc(n ? n : 1, sizeof(*waitable));
+	shown = calloc(n ? n : 1, sizeof(*shown)); /* the progress line's */
 	/* The wait's poll set too, before anything is signalled: an
 	 * allocation failure inside the wait would end the grace period. */
 	ws.pfd = calloc(n ? n : 1, sizeof(*ws.pfd));
 	ws.idx = calloc(n ? n : 1, sizeof(*ws.idx));
-	if (!r->procs || !r->units || !refs || !active || !waitable || !ws.pfd || !ws.idx) {
+	if (!r->procs || !r->units || !refs || !active || !waitable || !shown || !ws.pfd || !ws.idx) {
 		/* Nothing was signalled: no stop on an error path. */
 		free(refs);
 		free(active);
 		free(waitable);
+		free(shown);
 		free(ws.pfd);
 		free(ws.idx);
 		gs_stop_result_free(r);
@@ -746,12 +800,21 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			any |= active[i] && p->targets[i].unit == (int)u;
 		if (!any)
 			continue;
+		{
+			bool capped;
+
+			for (size_t i = 0; i < n; i++)
+				waitable[i] = active[i] && p->targets[i].unit == (int)u;
+			pg.st.result = r;
+			prog_begin(&pg, GS_STOP_PHASE_UNIT, &p->units[u], unit_command_timeout(o, units_end, &capped),
+				   waitable);
+		}
 		if (gs_unit_stop_is_supervised(&p->units[u]))
-			stop_supervised(&p->units[u], proc_fd, o, units_end, &r->units[u]);
+			stop_supervised(&p->units[u], proc_fd, o, units_end, &r->units[u], &pg);
 		else if (p->units[u].runtime[0])
-			stop_container(&p->units[u], o, units_end, &r->units[u]);
+			stop_container(&p->units[u], o, units_end, &r->units[u], &pg);
 		else
-			stop_unit(&p->units[u], o, units_end, &r->units[u]);
+			stop_unit(&p->units[u], o, units_end, &r->units[u], &pg);
 		for (size_t i = 0; i < n && r->units[u].stopped; i++)
 			if (active[i] && p->targets[i].unit == (int)u && gs_pidref_exited(&refs[i], proc_fd) == 1) {
 				r->procs[i].outcome = GS_OUT_STOPPED_WITH_UNIT;
@@ -809,8 +872,11 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 			waitable[i] = active[i] && r->procs[i].outcome == GS_OUT_PENDING && !check_frozen(o, &r->procs[i]);
 			any_term |= waitable[i] && (r->procs[i].sent & GS_SENT_TERM) != 0;
 		}
-		if (any_term && !interrupted(o))
-			wait_refs(refs, r, waitable, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &sl, &ws);
+		if (any_term && !interrupted(o)) {
+			pg.st.result = r;
+			prog_begin(&pg, GS_STOP_PHASE_GRACE, NULL, o->grace_ms, waitable);
+			wait_refs(refs, r, waitable, n, proc_fd, o->grace_ms, GS_OUT_EXITED_TERM, o, &sl, &ws, &pg);
+		}
 	}
 
 	for (size_t i = 0; i < n && !interrupted(o); i++) {
@@ -824,9 +890,16 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	 * targets are not waited on either. */
 	for (size_t i = 0; i < n; i++)
 		waitable[i] = active[i] && r->procs[i].frozen.kind != GS_FREEZER_V1;
-	if (!interrupted(o))
-		wait_refs(refs, r, waitable, n, proc_fd, o->kill_wait_ms ? o->kill_wait_ms : 5000, GS_OUT_KILLED, o,
-			  &sl, &ws);
+	if (!interrupted(o)) {
+		uint64_t kill_wait = o->kill_wait_ms ? o->kill_wait_ms : 5000;
+
+		/* Shown: those still alive now, not those gone in the grace. */
+		for (size_t i = 0; i < n; i++)
+			shown[i] = waitable[i] && r->procs[i].outcome == GS_OUT_PENDING;
+		pg.st.result = r;
+		prog_begin(&pg, GS_STOP_PHASE_KILL_WAIT, NULL, kill_wait, shown);
+		wait_refs(refs, r, waitable, n, proc_fd, kill_wait, GS_OUT_KILLED, o, &sl, &ws, &pg);
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		struct gs_proc_result *pr = &r->procs[i];
@@ -862,6 +935,7 @@ int gs_stop_run(const struct gs_plan *p, int proc_fd, const struct gs_stop_opts 
 	free(refs);
 	free(active);
 	free(waitable);
+	free(shown);
 	free(ws.pfd);
 	free(ws.idx);
 	return 0;

@@ -81,6 +81,25 @@ struct gs_unit_result {
 	int64_t stopped_at;      /* unix seconds the stop ended, 0 not tried */
 };
 
+/* What the stop stage waits for, for a progress line (core prints
+ * nothing: the caller renders it). */
+enum gs_stop_phase {
+	GS_STOP_PHASE_UNIT,      /* a unit, container or supervised program's stop */
+	GS_STOP_PHASE_GRACE,     /* SIGTERM sent, SIGKILL at the end of the grace */
+	GS_STOP_PHASE_KILL_WAIT, /* SIGKILL sent, waiting for the exits */
+};
+
+struct gs_stop_progress {
+	enum gs_stop_phase phase;
+	const struct gs_unit_stop *unit; /* GS_STOP_PHASE_UNIT: the one being stopped */
+	uint64_t elapsed_ms;     /* since the phase (or this unit's stop) began */
+	uint64_t timeout_ms;     /* how long it may take at most */
+	/* waiting[i]: plan target i is waited for in this phase; its
+	 * result->procs[i].outcome is still GS_OUT_PENDING while alive. */
+	const bool *waiting;
+	const struct gs_stop_result *result;
+};
+
 struct gs_stop_opts {
 	uint64_t grace_ms;       /* SIGTERM -> SIGKILL */
 	uint64_t kill_wait_ms;   /* after SIGKILL (default 5000) */
@@ -104,6 +123,10 @@ struct gs_stop_opts {
 	void (*tick)(void *ud);
 	void *tick_ud;
 	uint64_t tick_ms;
+	/* Called about once a second while the stage waits (a grace, a unit
+	 * stop, the wait after SIGKILL); NULL: nothing shown. */
+	void (*progress)(void *ud, const struct gs_stop_progress *p);
+	void *progress_ud;
 };
 
 struct gs_stop_result {

@@ -105,23 +105,42 @@ static void mib(char *buf, size_t len, bool known, uint64_t bytes)
 		snprintf(buf, len, "-");
 }
 
-void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p)
+void gs_print_plan_header(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p)
 {
 	char gl[64];
 
 	gpus_of(s, &p->gpus, gl, sizeof(gl));
 	fprintf(f, "Host %s, GPUs %s\n", GS_SAFE(s->host), gl);
+}
+
+/* The command a plan line shows for target t, in full. */
+static void target_command(const struct gs_snapshot *s, const struct gs_target *t, char *buf, size_t len)
+{
+	const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
+
+	if (h && h->info_ok)
+		gs_command_display(&h->info, buf, len);
+	else
+		gs_safe(t->comm, buf, len);
+}
+
+void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p, size_t width)
+{
+	bool cut = false;
+	size_t cw = 0;
+
+	gs_print_plan_header(f, s, p);
 	if (!p->n_targets) {
 		fprintf(f, "Nothing to stop: no process the selection targets holds these GPUs.\n");
 	} else {
-		size_t ow = 5, aw = 6, cw;
+		size_t ow = 5, aw = 6, longest = 7;
 
 		/* As the status table: owner and action in full, the command in
-		 * what is left of 100 columns (at least 16), cut in the middle. */
+		 * what is left of the width (at least 16), cut in the middle. */
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320], act[320];
+			char owner[320], act[320], cmd[GS_CMD_DISPLAY_MAX];
 
 			if (h && h->info_ok) {
 				gs_owner_format(&h->info.owner, owner, sizeof(owner));
@@ -131,18 +150,22 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			action_text(p, t, act, sizeof(act));
 			if (strlen(act) > aw)
 				aw = strlen(act);
+			target_command(s, t, cmd, sizeof(cmd));
+			if (strlen(cmd) > longest)
+				longest = strlen(cmd);
 		}
 		if (ow > GS_TABLE_OWNER_MAX)
 			ow = GS_TABLE_OWNER_MAX;
 		/* 41: indent, PID, user, GPUs, memory and the gaps */
-		cw = ow + aw + 41 + 16 < GS_TABLE_WIDTH ? GS_TABLE_WIDTH - 41 - ow - aw : 16;
+		cw = gs_table_command_width(width, 41 + ow + aw, longest);
 		fprintf(f, "Will stop:\n");
 		fprintf(f, "  %7s %-8s %-*s %-7s %10s %-*s %s\n", "PID", "USER", (int)cw, "COMMAND", "GPUS", "GPU-MEM",
 			(int)ow, "OWNER", "ACTION");
 		for (size_t i = 0; i < p->n_targets; i++) {
 			const struct gs_target *t = &p->targets[i];
 			const struct gs_holder *h = t->holder >= 0 ? &s->holders[t->holder] : NULL;
-			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[512], shown[128];
+			char owner[320] = "-", act[320], m[32] = "-", tg[64] = "-", cmd[GS_CMD_DISPLAY_MAX],
+			     shown[GS_CMD_DISPLAY_MAX];
 
 			if (h) {
 				gpus_of(s, &h->gpus, tg, sizeof(tg));
@@ -150,11 +173,9 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 				if (h->info_ok)
 					gs_owner_format(&h->info.owner, owner, sizeof(owner));
 			}
-			if (h && h->info_ok)
-				gs_command_display(&h->info, cmd, sizeof(cmd));
-			else
-				gs_safe(t->comm, cmd, sizeof(cmd));
+			target_command(s, t, cmd, sizeof(cmd));
 			gs_fit_middle(cmd, cw, shown, sizeof(shown));
+			cut |= strcmp(cmd, shown) != 0;
 			action_text(p, t, act, sizeof(act));
 			if (h && h->protected_unverified) {
 				size_t al = strlen(act);
@@ -163,6 +184,18 @@ void gs_print_plan(FILE *f, const struct gs_snapshot *s, const struct gs_plan *p
 			}
 			fprintf(f, "  %7d %-8.8s %-*s %-7s %10s %-*s %s\n", (int)t->pid,
 				h && h->info_ok ? GS_SAFE(h->info.user) : "-", (int)cw, shown, tg, m, (int)ow, owner, act);
+		}
+	}
+	/* Nothing is stopped, or asked about, that the user cannot read in
+	 * full: the lines the table cut, whole. */
+	if (cut) {
+		fprintf(f, "Command lines in full:\n");
+		for (size_t i = 0; i < p->n_targets; i++) {
+			char cmd[GS_CMD_DISPLAY_MAX];
+
+			target_command(s, &p->targets[i], cmd, sizeof(cmd));
+			if (strlen(cmd) > cw)
+				fprintf(f, "  %7d %s\n", (int)p->targets[i].pid, cmd);
 		}
 	}
 	if (p->n_restarters) {
@@ -394,6 +427,61 @@ void gs_reclaim_summary(const struct gs_reclaim_report *r, char *buf, size_t len
 	gs_safe(raw, buf, len);
 }
 
+static void print_verdict_line(FILE *f, const struct gs_reclaim_report *r)
+{
+	const char *c = gs_color_verdict(f, r->verdict);
+
+	fprintf(f, "Verdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
+}
+
+void gs_print_reclaim_verdict(FILE *f, const struct gs_reclaim_report *r)
+{
+	char line[1024];
+
+	print_verdict_line(f, r);
+	if (!gs_verdict_ok(r->verdict)) {
+		gs_reclaim_summary(r, line, sizeof(line));
+		fprintf(f, "%s\n", line);
+	}
+}
+
+/* An outcome in words for people (the JSON keeps gs_outcome_str's
+ * tokens): "exited after SIGTERM", "stopped with its unit x.service". */
+static void outcome_sentence(FILE *f, const struct gs_plan *p, size_t i, enum gs_outcome o)
+{
+	switch (o) {
+	case GS_OUT_EXITED_TERM: fputs("exited after SIGTERM", f); return;
+	case GS_OUT_KILLED: fputs("killed", f); return;
+	case GS_OUT_STOPPED_WITH_UNIT: {
+		int u = i < p->n_targets ? p->targets[i].unit : -1;
+
+		if (u < 0 || (size_t)u >= p->n_units) {
+			fputs("stopped with its unit", f);
+			return;
+		}
+		if (gs_unit_stop_is_supervised(&p->units[u]))
+			fprintf(f, "stopped with its %s %s", strcmp(p->units[u].runtime, "supervisord") ? "service" : "program",
+				GS_SAFE(p->units[u].unit));
+		else if (p->units[u].runtime[0])
+			fprintf(f, "stopped with its container %.12s", GS_SAFE(p->units[u].unit));
+		else
+			fprintf(f, "stopped with its unit %s", GS_SAFE(p->units[u].unit));
+		return;
+	}
+	case GS_OUT_ALREADY_GONE: fputs("already gone", f); return;
+	case GS_OUT_PID_REUSED: fputs("not signalled: its PID is another process's now", f); return;
+	case GS_OUT_PERMISSION: fputs("not permitted to signal", f); return;
+	case GS_OUT_D_STATE: fputs("alive after SIGKILL", f); return;
+	case GS_OUT_SURVIVED: fputs("survived SIGKILL", f); return;
+	case GS_OUT_INTERRUPTED: fputs("not escalated: gpuslate was interrupted", f); return;
+	case GS_OUT_DRIVER_FAILURE: fputs("not escalated: the GPU driver failed", f); return;
+	case GS_OUT_NOT_SIGNALLED: fputs("not signalled", f); return;
+	case GS_OUT_FROZEN: fputs("frozen", f); return;
+	case GS_OUT_PENDING: break;
+	}
+	fputs(gs_outcome_str(o), f);
+}
+
 void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 {
 	const struct gs_snapshot *s = r->before;
@@ -438,9 +526,10 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			/* comm in 16 columns; an escape is never cut (util/sanitize.h) */
 			char sig[32], cm[17];
 
-			fprintf(f, "  %8d  %-16s signals %-14s %s", (int)pr->pid,
+			fprintf(f, "  %8d  %-16s signals %-14s ", (int)pr->pid,
 				gs_text_escape(cm, sizeof(cm), pr->comm, strlen(pr->comm), 0),
-				signals_text(pr->sent, sig, sizeof(sig)), gs_outcome_str(pr->outcome));
+				signals_text(pr->sent, sig, sizeof(sig)));
+			outcome_sentence(f, p, i, pr->outcome);
 			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
 			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)
 				fprintf(f, " after %.2f s", pr->exited_ms / 1000.0);
@@ -470,7 +559,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 	if (r->verify) {
 		const struct gs_verify_result *v = r->verify;
 
-		fprintf(f, "\n%-4s %-22s %12s %12s %12s  %s\n", "GPU", "NAME", "BEFORE", "AFTER", "BASELINE", "RESULT");
+		/* ALLOWED: the baseline plus the tolerance, what "clean" allows. */
+		fprintf(f, "\n%-4s %-22s %12s %12s %12s  %s\n", "GPU", "NAME", "BEFORE", "AFTER", "ALLOWED", "RESULT");
 		for (size_t g = 0; g < v->n_gpus; g++) {
 			const struct gs_gpu_verdict *gv = &v->gpus[g];
 			const struct gs_gpu *gp = &s->gpus[gv->gpu];
@@ -479,7 +569,15 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			mib(b, sizeof(b), gv->mem_known, gv->before);
 			mib(a, sizeof(a), gv->mem_known, gv->after);
 			mib(bl, sizeof(bl), gv->mem_known, gv->baseline);
-			fprintf(f, "%-4u %-22.22s %12s %12s %12s  ", gp->index, GS_SAFE(gp->name), b, a, bl);
+			{
+				char name[GS_SAFE_SIZE];
+
+				/* Cut where it shows: "NVIDIA H100 80GB H...". */
+				gs_safe(gp->name, name, sizeof(name));
+				if (strlen(name) > 22)
+					snprintf(name + 19, sizeof(name) - 19, "...");
+				fprintf(f, "%-4u %-22s %12s %12s %12s  ", gp->index, name, b, a, bl);
+			}
 			if (gv->clean && gv->n_others) {
 				fprintf(f, "not free: %llu MiB held by processes left alone:",
 					(unsigned long long)(gv->others_total / GS_MIB));
@@ -565,11 +663,8 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			fprintf(f, "interrupted: stopped escalating\n");
 	}
 	gs_reclaim_summary(r, line, sizeof(line));
-	{
-		const char *c = gs_color_verdict(f, r->verdict);
-
-		fprintf(f, "\nVerdict: %s%s%s (%.2f s)\n", c, gs_verdict_name(r->verdict), gs_color_end(c), r->elapsed_ms / 1000.0);
-	}
+	fputc('\n', f);
+	print_verdict_line(f, r);
 	/* Clean now, but what restarts the job is still there: a restart
 	 * later than the watch would hold the GPU again. */
 	for (size_t i = 0; r->verify && !r->verify->n_respawns && gs_verdict_ok(r->verdict) && i < r->verify->n_alive;

@@ -58,6 +58,16 @@ void gs_print_restore_plan(FILE *f, const struct gs_restore *rs)
 	}
 }
 
+void gs_print_restore_verdict(FILE *f, const struct gs_restore *rs)
+{
+	if (rs->verdict == GS_VERDICT_NOTHING_TO_RESTORE || rs->verdict == GS_VERDICT_DRY_RUN ||
+	    rs->verdict == GS_VERDICT_REFUSED) {
+		gs_print_restore_report(f, rs);
+		return;
+	}
+	fprintf(f, "Restore: %s.\n", GS_SAFE(rs->message));
+}
+
 void gs_print_restore_report(FILE *f, const struct gs_restore *rs)
 {
 	if (rs->verdict == GS_VERDICT_NOTHING_TO_RESTORE) {

@@ -44,6 +44,16 @@ void gs_fit_middle(const char *s, size_t width, char *buf, size_t len)
 	snprintf(buf, len, "%.*s...%s", (int)head, s, s + n - tail);
 }
 
+size_t gs_table_command_width(size_t width, size_t fixed, size_t longest)
+{
+	if (!width)
+		return longest;
+	if (width < fixed + GS_TABLE_COMMAND_MIN)
+		return GS_TABLE_COMMAND_MIN;
+	/* No wider than the longest: the columns after it stay close. */
+	return width - fixed < longest ? width - fixed : longest;
+}
+
 bool gs_holder_in_selection(const struct gs_holder *h, const struct gs_gpuset *sel, bool sel_all)
 {
 	if (sel_all)
@@ -323,9 +333,10 @@ static void gone_owner(const struct gs_snapshot *s, const struct gs_holder *h, c
 		off += (size_t)snprintf(buf + off, len - off, "%s%d", k ? "," : " ", (int)heirs[k]);
 }
 
-void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all)
+void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+			   size_t width)
 {
-	size_t shown = 0;
+	size_t shown = 0, nw = 4;
 
 	/* The vendor column only where there is more than NVIDIA to tell
 	 * apart: an NVIDIA host's table stays as it was. */
@@ -333,12 +344,28 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 
 	for (size_t g = 0; g < s->n_gpus; g++)
 		vendors |= s->gpus[g].vendor != GS_VENDOR_NVIDIA;
+	/* The name in full where it fits (at least 15 columns, as before),
+	 * else cut with "..." where it shows. 86: the other columns and gaps. */
+	for (size_t g = 0; g < s->n_gpus; g++) {
+		size_t l = strlen(GS_SAFE(s->gpus[g].name));
+
+		if ((sel_all || gs_gpuset_has(sel, (unsigned)g)) && l > nw)
+			nw = l;
+	}
+	if (width) {
+		size_t fixed = 86 + (vendors ? 7 : 0);
+
+		size_t room = width > fixed + 15 ? width - fixed : 15;
+
+		if (room < nw)
+			nw = room;
+	}
 	if (vendors)
-		fprintf(f, "%-3s %-6s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "VENDOR", "NAME", "UUID", "USED",
+		fprintf(f, "%-3s %-6s %-*s %-40s %10s %9s %10s %7s\n", "GPU", "VENDOR", (int)nw, "NAME", "UUID", "USED",
 			"RESERVED", "TOTAL", "HOLDERS");
 	else
-		fprintf(f, "%-3s %-15s %-40s %10s %9s %10s %7s\n", "GPU", "NAME", "UUID", "USED", "RESERVED", "TOTAL",
-			"HOLDERS");
+		fprintf(f, "%-3s %-*s %-40s %10s %9s %10s %7s\n", "GPU", (int)nw, "NAME", "UUID", "USED", "RESERVED",
+			"TOTAL", "HOLDERS");
 	for (size_t g = 0; g < s->n_gpus; g++) {
 		const struct gs_gpu *gp = &s->gpus[g];
 		static const char *const vendor_names[] = { "NVIDIA", "AMD", "Intel" };
@@ -356,16 +383,24 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 			fprintf(f, "%-3u %-6s ", gp->index, vendor_names[gp->vendor]);
 		else
 			fprintf(f, "%-3u ", gp->index);
-		fprintf(f, "%-15.15s %-40.40s %10s %9s %10s %7zu\n", GS_SAFE(gp->name),
-			gp->uuid[0] ? GS_SAFE(gp->uuid) : "-", used, res, tot, gpu_holder_count(s, g));
+		{
+			char name[GS_SAFE_SIZE];
+
+			/* The maker and model come first: cut the end. */
+			gs_safe(gp->name, name, sizeof(name));
+			if (strlen(name) > nw && nw > 3)
+				snprintf(name + nw - 3, sizeof(name) - (nw - 3), "...");
+			fprintf(f, "%-*s %-40.40s %10s %9s %10s %7zu\n", (int)nw, name,
+				gp->uuid[0] ? GS_SAFE(gp->uuid) : "-", used, res, tot, gpu_holder_count(s, g));
+		}
 	}
 	if (s->n_gpus == 0)
 		fprintf(f, "(no GPUs found)\n");
 
-	/* 100 columns: the owner in full (it decides how a holder is stopped),
-	 * the command in what is left, cut in the middle. */
+	/* The owner in full (it decides how a holder is stopped), the
+	 * command in what is left of the width, cut in the middle. */
 	{
-		size_t ow = 5, cw;
+		size_t ow = 5, cw, longest = 7;
 
 		for (size_t i = 0; i < s->n_holders; i++) {
 			const struct gs_holder *h = &s->holders[i];
@@ -379,15 +414,22 @@ void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs
 				gone_owner(s, h, owner, sizeof(owner));
 			if (strlen(owner) > ow)
 				ow = strlen(owner);
+			if (h->alive) {
+				char cmd[GS_CMD_DISPLAY_MAX];
+
+				gs_command_display(&h->info, cmd, sizeof(cmd));
+				if (strlen(cmd) > longest)
+					longest = strlen(cmd);
+			}
 		}
 		if (ow > GS_TABLE_OWNER_MAX)
 			ow = GS_TABLE_OWNER_MAX;
-		cw = GS_TABLE_WIDTH - GS_TABLE_FIXED - ow;
+		cw = gs_table_command_width(width, GS_TABLE_FIXED + ow, longest);
 		fprintf(f, "\n%7s %-8s %-*s %-7s %10s %-9s %s\n", "PID", "USER", (int)cw, "COMMAND", "GPUS", "GPU-MEM",
 			"ROLE", "OWNER");
 		for (size_t i = 0; i < s->n_holders; i++) {
 			const struct gs_holder *h = &s->holders[i];
-			char gl[64], mem[32], owner[320], cmd[512], shown_cmd[128], pidtxt[32];
+			char gl[64], mem[32], owner[320], cmd[GS_CMD_DISPLAY_MAX], shown_cmd[GS_CMD_DISPLAY_MAX], pidtxt[32];
 
 			if (!gs_holder_in_selection(h, sel, sel_all))
 				continue;
@@ -620,8 +662,21 @@ static int parse_smi_fields(const char *fields, bool gpu, const struct smi_field
 					def = &smi_fields[i];
 		}
 		if (!def) {
-			/* nvidia-smi's own wording, so scripts see the familiar error. */
-			snprintf(err, errlen, "Field \"%s\" is not a valid field to query.", tok);
+			/* nvidia-smi's own wording, so scripts see the familiar
+			 * error; then the fields that are valid here. */
+			size_t off = (size_t)snprintf(err, errlen, "Field \"%s\" is not a valid field to query. Valid fields:",
+						      tok);
+			bool first = true;
+
+			for (size_t i = 0; i < GS_ARRAY_SIZE(smi_fields) && off < errlen; i++) {
+				if (smi_fields[i].gpu != gpu)
+					continue;
+				for (size_t k = 0; k < 3 && smi_fields[i].names[k] && off < errlen; k++) {
+					off += (size_t)snprintf(err + off, errlen - off, "%s %s", first ? "" : ",",
+								smi_fields[i].names[k]);
+					first = false;
+				}
+			}
 			return -EINVAL;
 		}
 		if (n == max) {

@@ -18,15 +18,24 @@
  * every text view: status, reclaim, CSV. */
 #define GS_GONE "(gone)"
 
-/* The holder tables fit GS_TABLE_WIDTH columns: GS_TABLE_FIXED for PID,
- * user, GPUs, memory and role with their gaps, the owner up to
- * GS_TABLE_OWNER_MAX, the command the rest. */
-#define GS_TABLE_WIDTH 100
+/* The holder tables fit the width they are given (the terminal's; 0: no
+ * limit, whole lines): GS_TABLE_FIXED for PID, user, GPUs, memory and
+ * role with their gaps, the owner up to GS_TABLE_OWNER_MAX, the command
+ * the rest, at least GS_TABLE_COMMAND_MIN. */
 #define GS_TABLE_FIXED 47
 #define GS_TABLE_OWNER_MAX 40
+#define GS_TABLE_COMMAND_MIN 16
 
 /* The GPU indices of set, runs as ranges: "0-3,6"; "-" for none. */
 void gs_gpus_text(const struct gs_snapshot *s, const struct gs_gpuset *set, char *buf, size_t len);
+
+/* The COMMAND column of a table whose other columns take fixed: what is
+ * left of width (at least GS_TABLE_COMMAND_MIN), no wider than the
+ * longest command; width 0 (no limit): the longest. */
+size_t gs_table_command_width(size_t width, size_t fixed, size_t longest);
+
+/* A buffer that holds any gs_command_display text (cmdline, escaped). */
+#define GS_CMD_DISPLAY_MAX 2048
 
 /* s in at most width columns; a longer s keeps both ends around "...". */
 void gs_fit_middle(const char *s, size_t width, char *buf, size_t len);
@@ -63,7 +72,9 @@ json_t *gs_json_process(const struct gs_holder *h, const struct gs_snapshot *s);
 json_t *gs_json_status(const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
 		       enum gs_verdict verdict);
 
-void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all);
+/* width: the columns it may take, 0 for no limit. */
+void gs_print_status_table(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
+			   size_t width);
 void gs_print_status_csv(FILE *f, const struct gs_snapshot *s, const struct gs_gpuset *sel, bool sel_all,
 			 bool processes);
 

@@ -3,6 +3,12 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <sys/file.h>
@@ -82,4 +88,65 @@ int gs_lock_wait(int fd, const char *path, uint64_t timeout_ms, volatile sig_ato
 	if (ino >= 0)
 		close(ino);
 	return r;
+}
+
+int gs_lock_holder(int fd, pid_t *ret_pid)
+{
+	struct stat st;
+	char *txt = NULL, want[64];
+	int r = -ENOENT;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	snprintf(want, sizeof(want), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+		 (unsigned long long)st.st_ino);
+	if (gs_read_file_at(AT_FDCWD, "/proc/locks", 1 << 20, &txt, NULL) < 0)
+		return -EIO;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's
+	 * line starts "1: -> FLOCK": not a holder. */
+	for (char *line = txt, *next; line && *line; line = next) {
+		char kind[16], adv[16], mode[16], dev[64];
+		int pid;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strstr(line, "->"))
+			continue;
+		if (sscanf(line, "%*d: %15s %15s %15s %d %63s", kind, adv, mode, &pid, dev) == 5 &&
+		    !strcmp(kind, "FLOCK") && !strcmp(dev, want) && pid > 0) {
+			*ret_pid = pid;
+			r = 0;
+			break;
+		}
+	}
+	free(txt);
+	return r;
+}
+
+void gs_lock_holder_text(int fd, char *buf, size_t len)
+{
+	char path[64], *cmd = NULL;
+	size_t n = 0;
+	pid_t pid;
+
+	buf[0] = '\0';
+	if (gs_lock_holder(fd, &pid) < 0)
+		return;
+	/* flock(1) takes the lock in a child that exits, leaving it to the
+	 * shell that holds the descriptor: a PID that is gone is no answer. */
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (access(path, F_OK) < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (gs_read_file_at(AT_FDCWD, path, 4096, &cmd, &n) == 0 && n) {
+		/* argv's NULs as spaces; escaped by whoever prints it. */
+		for (size_t i = 0; i + 1 < n; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		snprintf(buf, len, "PID %d (%.200s)", (int)pid, cmd);
+	} else {
+		snprintf(buf, len, "PID %d", (int)pid);
+	}
+	free(cmd);
 }

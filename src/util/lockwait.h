@@ -7,7 +7,9 @@
 #define GS_LOCKWAIT_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The longest sleep between two tries: what a release that no close of the
  * file announces (flock LOCK_UN, the file replaced, no inotify) can cost. */
@@ -20,5 +22,14 @@
  * SA_RESTART ends the sleep); another -errno when flock() itself fails. */
 int gs_lock_wait(int fd, const char *path, uint64_t timeout_ms, volatile sig_atomic_t *interrupted,
 		 void (*waiting)(void *ud), void *ud);
+
+/* Who holds the flock on fd's file now, as the kernel lists it in
+ * /proc/locks (FLOCK ... WRITE PID MAJ:MIN:INODE). Returns 0 with
+ * *ret_pid, -ENOENT when no holder is listed, or -errno. */
+int gs_lock_holder(int fd, pid_t *ret_pid);
+
+/* "PID 1234 (gpuslate reclaim -y)": the holder of fd's lock for a
+ * message, or "" when it is not known. */
+void gs_lock_holder_text(int fd, char *buf, size_t len);
 
 #endif

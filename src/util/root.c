@@ -36,12 +36,15 @@ int gs_root_open(struct gs_root *root, const struct gs_root_paths *paths)
 		(void)n;
 	}
 
+	root->failed = root->proc_path;
 	r = open_dir(root->proc_path, &root->proc_fd);
 	if (r < 0)
 		goto fail;
+	root->failed = root->dev_path;
 	r = open_dir(root->dev_path, &root->dev_fd);
 	if (r < 0)
 		goto fail;
+	root->failed = NULL;
 	/* Absent on hosts without the driver or without sysfs: not fatal. */
 	(void)open_dir(root->sys_path, &root->sys_fd);
 	(void)open_dir(root->drv_path, &root->drv_fd);

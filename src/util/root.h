@@ -19,6 +19,9 @@ struct gs_root {
 	char sys_path[4096];
 	char dev_path[4096];
 	char drv_path[4096];
+	/* After a failed gs_root_open: proc_path or dev_path, the directory
+	 * that could not be opened (NULL otherwise); points into this struct. */
+	const char *failed;
 };
 
 /* Returns 0 or -errno; on failure nothing stays open. A missing /sys or

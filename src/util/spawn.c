@@ -218,6 +218,14 @@ int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct
 int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t max_out,
 			       volatile sig_atomic_t *interrupted, struct gs_run_result *ret)
 {
+	return gs_spawn_run_ticking(argv, timeout_ms, max_out, interrupted, NULL, ret);
+}
+
+int gs_spawn_run_ticking(char *const argv[], uint64_t timeout_ms, size_t max_out, volatile sig_atomic_t *interrupted,
+			 const struct gs_spawn_tick *tick, struct gs_run_result *ret)
+{
+	uint64_t every = tick && tick->fn && tick->every_ms ? tick->every_ms : 0;
+	uint64_t next_tick = gs_now_ms() + every;
 	struct gs_child c;
 	struct capbuf cap[2];
 	uint64_t deadline = gs_now_ms() + timeout_ms;
@@ -243,9 +251,13 @@ int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t m
 	}
 	while (open_out || open_err) {
 		struct pollfd p[2] = { { c.out_fd, POLLIN, 0 }, { c.err_fd, POLLIN, 0 } };
-		uint64_t now = gs_now_ms();
+		uint64_t now = gs_now_ms(), beat;
 		int pr;
 
+		if (every && now >= next_tick) {
+			tick->fn(tick->ud);
+			next_tick = now + every;
+		}
 		if (now >= deadline) {
 			ret->timed_out = true;
 			break;
@@ -258,7 +270,10 @@ int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t m
 			p[0].fd = -1;
 		if (!open_err)
 			p[1].fd = -1;
-		pr = poll(p, 2, (int)(deadline - now > 1000 ? 1000 : deadline - now));
+		beat = deadline - now > 1000 ? 1000 : deadline - now;
+		if (every && next_tick - now < beat)
+			beat = next_tick > now ? next_tick - now : 0;
+		pr = poll(p, 2, (int)beat);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (pr <= 0)

@@ -54,6 +54,16 @@ int gs_spawn_run(char *const argv[], uint64_t timeout_ms, size_t max_out, struct
  * as *interrupted becomes non-zero (Ctrl-C in the caller). */
 int gs_spawn_run_interruptible(char *const argv[], uint64_t timeout_ms, size_t max_out,
 			       volatile sig_atomic_t *interrupted, struct gs_run_result *ret);
+/* Called about every every_ms while a tool runs, so that a caller can
+ * show what it waits for (systemctl stop may take systemd's 90 s). */
+struct gs_spawn_tick {
+	void (*fn)(void *ud);
+	void *ud;
+	uint64_t every_ms;
+};
+/* gs_spawn_run_interruptible with a tick (NULL: none). */
+int gs_spawn_run_ticking(char *const argv[], uint64_t timeout_ms, size_t max_out, volatile sig_atomic_t *interrupted,
+			 const struct gs_spawn_tick *tick, struct gs_run_result *ret);
 void gs_run_result_free(struct gs_run_result *r);
 
 /* Is program found in PATH (or an existing executable path)? */

@@ -618,7 +618,7 @@ gpu01: 1, 0 MiB" ]
 	PY
 	# A bad field is refused before any host is contacted.
 	run -2 --separate-stderr gs -w gpu01,down01 status --query-gpu=index,bogus --format=csv
-	[ "$stderr" = 'gpuslate: Field "bogus" is not a valid field to query.' ]
+	[[ $stderr == 'gpuslate: Field "bogus" is not a valid field to query. Valid fields: index, '*'memory.free' ]]
 }
 
 @test "-v on a fleet dry run and reclaim: each host's full plan and report, then the merged view" {

@@ -88,6 +88,6 @@ no_nvidia_fds() {
 	run --separate-stderr gs reclaim -y
 	assert_status 0
 	assert_no_match "$output" "holds no NVIDIA device" "report"
-	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT +exited-after-term" "process line"
+	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT +exited after SIGTERM" "process line"
 	assert_dead "$p"
 }

@@ -87,8 +87,9 @@ comm_of() { jq -r ".processes[] | select(.pid == $2) | .comm" "$1"; }
 		assert_eq "$status" 0 "status exit ($fmt)"
 		text_clean "$OUT"
 	done
-	# The escaped names are there, one holder per line.
-	out table status
+	# The escaped names are there, one holder per line; an escape is never
+	# cut (COLUMNS: a table as wide as a terminal's, not whole lines).
+	COLUMNS=100 out table status
 	assert_match "$(cat "$OUT")" "^ *$esc +root +\\\\x1b\]0;pwned\\\\x07\\\\x1b\[2J\.\.\.[arg]+ " "escape-sequence holder's row"
 	# (where the cut falls in the run of "arg"s depends on the column's width)
 	# the arguments begin after argv[0], whose name holds a space

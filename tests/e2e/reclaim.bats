@@ -242,7 +242,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	d=$BATS_TEST_TMPDIR
 	assert_eq "$(cat "$d/text.rc")" 1 "reclaim exit status"
 	output=$(cat "$d/text")
-	assert_match "$output" "^ *[0-9]+ +gs-holder +signals TERM\+CONT +exited-after-term " "the holder"
+	assert_match "$output" "^ *[0-9]+ +gs-holder +signals TERM\+CONT +exited after SIGTERM " "the holder"
 	assert_eq "$(grep '^GPU 0: ' <<<"$output")" \
 		"GPU 0: 4096 MiB held with no process (driver-held; a GPU reset or a reboot frees it)" "reclaim text"
 	assert_match "$output" "^gpuslate: not clean: GPU 0 4096 MiB used: 4096 MiB held with no process [0-9.]+ s after its holders exited \(driver-held; a GPU reset or a reboot frees it\)\$" \

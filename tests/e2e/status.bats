@@ -41,7 +41,8 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 		"true compute 1" "child"
 	assert_eq "$(jqo '.gpus[] | select(.index == 1) | .memory_used_mib')" 4096 "GPU 1 used"
 
-	run --separate-stderr gs status
+	# As wide as a terminal of 100 columns (on a pipe lines are whole).
+	COLUMNS=100 run --separate-stderr gs status
 	assert_status 0
 	assert_match "$output" "^ *$creator +- +\(gone\) +1 +4096 MiB +compute +memory held by $child\$" \
 		"creator row"
@@ -165,7 +166,7 @@ UUID1=GPU-a2983c1e-0000-4000-8000-000000000001
 	# A prefix must name one GPU; hex digits in either case.
 	run --separate-stderr gs status --json -g GPU-a2983c1e-0000-4000-8000-00000000000
 	assert_status 2
-	assert_one_error "$stderr" "GPU-a2983c1e-0000-4000-8000-00000000000.*matches 4 GPUs"
+	assert_one_error "$stderr" "GPU-a2983c1e-0000-4000-8000-00000000000.*matches 4 GPUs: 0 \(GPU-a2983c1e-0000-4000-8000-000000000000\), 1 \(.*\), 2 \(.*\), 3 \(GPU-a2983c1e-0000-4000-8000-000000000003\)\$"
 	# --json: the usage error's document, nothing else
 	assert_eq "$(jqo '"\(.verdict) \(.exit_status) \(.processes | length)"')" "usage-error 2 0" "document"
 	run --separate-stderr gs status --query-gpu=index --format=csv,noheader -g GPU-A2983C1E-0000-4000-8000-000000000003

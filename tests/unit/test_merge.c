@@ -495,7 +495,7 @@ static void test_remote_error_not_taken_for_missing(void **state)
 
 	(void)state;
 	judge(&r, "gpu15", "status", 2, NULL,
-	      "gpuslate: cannot open '/proc' or '/nonexistent': No such file or directory\n");
+	      "gpuslate: cannot open the device directory '/nonexistent' (--dev-root or GPUSLATE_DEV_ROOT): No such file or directory\n");
 	if (r.failure != GS_HF_REMOTE_ERROR) {
 		char got[512];
 
