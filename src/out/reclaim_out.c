@@ -532,7 +532,7 @@ void gs_print_reclaim_report(FILE *f, const struct gs_reclaim_report *r)
 			outcome_sentence(f, p, i, pr->outcome);
 			if (pr->outcome == GS_OUT_EXITED_TERM || pr->outcome == GS_OUT_KILLED ||
 			    pr->outcome == GS_OUT_STOPPED_WITH_UNIT)
-				fprintf(f, " after %.2f s", pr->exited_ms / 1000.0);
+				fprintf(f, " in %.2f s", pr->exited_ms / 1000.0);
 			if (pr->outcome == GS_OUT_D_STATE)
 				fprintf(f, " (uninterruptible sleep in %s; only a GPU reset or reboot frees it)",
 					pr->wchan[0] ? GS_SAFE(pr->wchan) : "?");

@@ -59,7 +59,7 @@ tty_run() {
 	assert_status 0
 	tty=$(tr '\r' '\n' <"$BATS_TEST_TMPDIR/unit.tty")
 	assert_match "$tty" "stopping trainer\.service, [0-9]+ s of [0-9]+ s: gs-holder $main" "progress line"
-	assert_match "$tty" "^ +$main +gs-holder .* stopped with its unit trainer\.service after [0-9.]+ s" "report"
+	assert_match "$tty" "^ +$main +gs-holder .* stopped with its unit trainer\.service in [0-9.]+ s" "report"
 	assert_dead "$main"
 }
 
@@ -79,7 +79,7 @@ stopwaitsecs=3"
 	assert_status 0
 	tty=$(tr '\r' '\n' <"$d/sd.tty")
 	assert_match "$tty" "stopping supervisord program llm:llm, [0-9]+ s of [0-9]+ s: gs-holder $llm" "progress line"
-	assert_match "$tty" "^ +$llm +gs-holder .* stopped with its program llm:llm after [0-9.]+ s" "report"
+	assert_match "$tty" "^ +$llm +gs-holder .* stopped with its program llm:llm in [0-9.]+ s" "report"
 	assert_dead "$llm"
 }
 
@@ -242,7 +242,7 @@ longest() { awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$1
 	assert_status 0
 	assert_match "$output" "^GPU +NAME +BEFORE +AFTER +ALLOWED +RESULT\$" "report header"
 	assert_no_match "$output" "BASELINE" "the old header"
-	assert_match "$output" "^ +$p +gs-holder +signals TERM\+CONT +exited after SIGTERM after [0-9.]+ s\$" "stopped line"
+	assert_match "$output" "^ +$p +gs-holder +signals TERM\+CONT +exited after SIGTERM in [0-9.]+ s\$" "stopped line"
 	assert_no_match "$output" "exited-after-term" "the JSON token in text"
 	assert_dead "$p"
 

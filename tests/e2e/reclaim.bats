@@ -36,7 +36,7 @@ signals_of() { proc_json "$1" '.signals | join(",")'; }
 	run --separate-stderr gs reclaim -y --grace 0.5
 	t1=$(now_ms)
 	assert_status 0
-	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT,KILL +killed after (0\.[5-9]|[1-4]\.[0-9])[0-9] s\$" "process line"
+	assert_match "$output" "^ *$p +gs-holder +signals TERM\+CONT,KILL +killed in (0\.[5-9]|[1-4]\.[0-9])[0-9] s\$" "process line"
 	assert_match "$output" "^0 +NVIDIA H200 +4096 MiB +0 MiB +16 MiB +clean, released in " "GPU 0 line"
 	assert_match "$output" "^Verdict: clean " verdict
 	assert_dead "$p"

@@ -65,7 +65,7 @@ ns_holder() {
 
 	run --separate-stderr gs reclaim -y --grace 30s
 	assert_status 0
-	assert_match "$output" "^ *$p +gs-holder +signals KILL +killed after [0-9.]+ s \(SIGTERM ignored: SIGKILL at once\)\$" \
+	assert_match "$output" "^ *$p +gs-holder +signals KILL +killed in [0-9.]+ s \(SIGTERM ignored: SIGKILL at once\)\$" \
 		"process line"
 	assert_dead "$p"
 }
