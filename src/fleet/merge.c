@@ -451,7 +451,7 @@ static void stopped_words(json_t *doc, struct gs_strbuf *b)
 {
 	static const char *const stopped[] = { "exited-after-term", "killed", "stopped-with-unit" };
 	json_t *procs = json_object_get(doc, GS_JK_PROCESSES), *x;
-	const char *names[6];
+	const char *names[6] = { NULL };
 	size_t n = 0, shown = 0, i;
 	bool more = false;
 

@@ -105,16 +105,16 @@ int gs_lock_holder(int fd, pid_t *ret_pid)
 	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's
 	 * line starts "1: -> FLOCK": not a holder. */
 	for (char *line = txt, *next; line && *line; line = next) {
-		char kind[16], adv[16], mode[16], dev[64];
-		int pid;
+		char kind[16], adv[16], mode[16], pidw[16], dev[64];
+		pid_t pid;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
 		if (strstr(line, "->"))
 			continue;
-		if (sscanf(line, "%*d: %15s %15s %15s %d %63s", kind, adv, mode, &pid, dev) == 5 &&
-		    !strcmp(kind, "FLOCK") && !strcmp(dev, want) && pid > 0) {
+		if (sscanf(line, "%*d: %15s %15s %15s %15s %63s", kind, adv, mode, pidw, dev) == 5 &&
+		    !strcmp(kind, "FLOCK") && !strcmp(dev, want) && gs_parse_pid(pidw, &pid) == 0 && pid > 0) {
 			*ret_pid = pid;
 			r = 0;
 			break;
@@ -128,7 +128,7 @@ void gs_lock_holder_text(int fd, char *buf, size_t len)
 {
 	char path[64], *cmd = NULL;
 	size_t n = 0;
-	pid_t pid;
+	pid_t pid = 0;
 
 	buf[0] = '\0';
 	if (gs_lock_holder(fd, &pid) < 0)
