@@ -373,6 +373,15 @@ static int plans_then_act(const struct gs_request *cli, const struct gs_hostlist
 	fputs(text, shown);
 	free(text);
 	text = NULL;
+	/* Then every target in full: what the question asks about. */
+	if (gs_fleet_render_plans(plans, hosts->n, &text) < 0) {
+		gs_err("out of memory");
+		rc = GS_EXIT_OUT_OF_MEMORY;
+		goto out;
+	}
+	fputs(text, shown);
+	free(text);
+	text = NULL;
 	fflush(shown);
 
 	/* What each host is held to; a host without a plan is left out. */

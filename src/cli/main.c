@@ -86,8 +86,10 @@ int main(int argc, char **argv)
 		if (cli.json_file)
 			cli.json = true;
 		rc = run_command(&cli, argc, argv);
+		/* COMMAND ran and exited 0, but its document is missing:
+		 * not a usage error, a failure (as a failed watch is). */
 		if (cli.json_file && gs_cli_json_file_failed() && rc == GS_EXIT_CLEAN)
-			rc = GS_EXIT_USAGE;
+			rc = GS_EXIT_NOT_CLEAN;
 	}
 	/* --json promises a document on every exit: a failure before the
 	 * command had one to print (a usage error, the lock, no driver, NVML

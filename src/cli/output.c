@@ -101,6 +101,14 @@ int gs_cli_set_json_file(const char *path)
 		snprintf(dir, sizeof(dir), ".");
 	if (access(dir, W_OK | X_OK) < 0)
 		return -errno;
+	/* The rename would fail over a directory (or replace a device or
+	 * pipe's name): only a regular file, or none yet. */
+	{
+		struct stat st;
+
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
 	json_file = path;
 	return 0;
 }

@@ -28,7 +28,9 @@
 
 /* The kernel's PID_MAX_LIMIT (4 * 1024 * 1024 on 64-bit). */
 #define GS_EXPECT_PID_MAX 4194304
-#define GS_EXPECT_MAX 4096
+/* A list of that many fits one remote word (fleet/remote.h's
+ * GS_REMOTE_WORD_MAX): "4194304:18446744073709551615," is 29 bytes. */
+#define GS_EXPECT_MAX 2048
 
 struct gs_expect_item {
 	pid_t pid;

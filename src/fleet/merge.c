@@ -5,6 +5,7 @@
 #include "core/snapshot.h"
 #include "core/verdict.h"
 #include "fleet/merge.h"
+#include "fleet/remote.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 #include "fleet/hostlist.h"
@@ -809,6 +810,93 @@ int gs_fleet_render_lines(const struct gs_host_result *r, size_t n, char **ret)
 	return 0;
 }
 
+/* One remote string, escaped, never cut. */
+static char *remote_text(json_t *v, const char *none)
+{
+	const char *s = json_string_value(v);
+
+	if (!s)
+		s = none;
+	return gs_text_dup(s, strlen(s), strlen(s));
+}
+
+/* Each host's targets, every one on its own line with its command line in
+ * full and how it is to be stopped: what the question asks about, and
+ * exactly the list the host is then held to (gs_host_result_expect). */
+static int render_plan_targets(FILE *f, const struct gs_host_result *r)
+{
+	json_t *targets = json_object_get(json_object_get(r->report, GS_JK_PLAN), GS_JK_TARGETS), *t;
+	size_t i, aw = 6, uw = 4;
+
+	json_array_foreach(targets, i, t) {
+		const char *a = json_string_value(json_object_get(t, "action_text"));
+		const char *u = json_string_value(json_object_get(t, "user"));
+
+		if (!a)
+			a = json_string_value(json_object_get(t, "action"));
+		if (a && strlen(a) > aw)
+			aw = strlen(a) < 60 ? strlen(a) : 60;
+		if (u && strlen(u) > uw)
+			uw = strlen(u) < 32 ? strlen(u) : 32;
+	}
+	fprintf(f, "%s: %7s %-*s %-*s %s\n", r->host, "PID", (int)uw, "USER", (int)aw, "ACTION", "COMMAND");
+	json_array_foreach(targets, i, t) {
+		json_t *a = json_object_get(t, "action_text");
+		json_t *c = json_object_get(t, GS_JK_COMMAND);
+		char *act = remote_text(json_is_string(a) ? a : json_object_get(t, "action"), "?");
+		char *user = remote_text(json_object_get(t, "user"), "-");
+		char *cmd = remote_text(json_is_string(c) ? c : json_object_get(t, GS_JK_COMM), "?");
+
+		if (!act || !user || !cmd) {
+			free(act);
+			free(user);
+			free(cmd);
+			return -ENOMEM;
+		}
+		fprintf(f, "%s: %7lld %-*s %-*s %s\n", r->host, (long long)json_integer_value(json_object_get(t, GS_JK_PID)),
+			(int)uw, user, (int)aw, act, cmd);
+		free(act);
+		free(user);
+		free(cmd);
+	}
+	return 0;
+}
+
+int gs_fleet_render_plans(const struct gs_host_result *r, size_t n, char **ret)
+{
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int rc = 0;
+	bool any = false;
+
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_t *targets;
+
+		/* The hosts gs_host_result_expect holds to a list: all of
+		 * their targets are shown. */
+		if (r[i].verdict == GS_HV_FAILED || !r[i].report)
+			continue;
+		targets = json_object_get(json_object_get(r[i].report, GS_JK_PLAN), GS_JK_TARGETS);
+		if (!json_array_size(targets))
+			continue;
+		if (!any)
+			fprintf(f, "Will stop:\n");
+		any = true;
+		rc = render_plan_targets(f, &r[i]);
+	}
+	if (fclose(f) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*ret = text;
+	return 0;
+}
+
 int gs_fleet_render_text(const char *command, const struct gs_host_result *r, size_t n, bool interrupted,
 			 char **ret)
 {
@@ -940,6 +1028,8 @@ int gs_host_result_expect(const struct gs_host_result *r, char **ret)
 		return -ENODATA;
 	if (targets && !json_is_array(targets))
 		return -EPROTO;
+	_Static_assert(GS_EXPECT_MAX * 29 + sizeof("--expect=") <= GS_REMOTE_WORD_MAX,
+		       "an --expect list of GS_EXPECT_MAX items fits one remote word");
 	if (n > GS_EXPECT_MAX)
 		return -E2BIG;
 	items = calloc(n ? n : 1, sizeof(*items));

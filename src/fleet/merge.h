@@ -99,6 +99,10 @@ int gs_fleet_render_text(const char *command, const struct gs_host_result *r, si
 /* The folded results and the failures without the summary line: a
  * fleet's plans before its question. *ret is malloc'd. */
 int gs_fleet_render_lines(const struct gs_host_result *r, size_t n, char **ret);
+/* Before a fleet's question: every target of each host's dry-run plan on
+ * its own line ("HOST:  PID USER ACTION COMMAND"), command lines in full
+ * (escaped), under "Will stop:"; "" when no host has one. malloc'd. */
+int gs_fleet_render_plans(const struct gs_host_result *r, size_t n, char **ret);
 /* The --expect text (core/expect.h) of a host's dry-run plan: its targets'
  * PIDs and start times, "none" for no target. -ENODATA: no plan (a
  * failure); -EPROTO: a target without a PID and start time; -E2BIG. */

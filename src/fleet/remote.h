@@ -38,7 +38,10 @@
 #include "core/request.h"
 #include "fleet/inventory.h"
 
-#define GS_REMOTE_WORD_MAX 4096
+/* A word of the remote command line: far below the kernel's 128 KiB for
+ * one argument (the remote shell's -c), room for --expect's largest list
+ * (core/expect.h). */
+#define GS_REMOTE_WORD_MAX 65536
 
 /* Everything the per-host commands share, made once from the options. */
 struct gs_remote_ctx {

@@ -797,6 +797,16 @@ json_t *gs_json_reclaim(const struct gs_reclaim_report *r)
 			json_object_set_new(o, GS_JK_MEMORY_MIB, h ? json_mib(h->mem_known, h->mem_used) : json_null());
 			json_object_set_new(o, "owner", h && h->info_ok ? gs_json_owner(&h->info.owner) : json_null());
 			json_object_set_new(o, "action", json_string(gs_action_str(t->action)));
+			/* The plan's own words for both, so that a fleet can show
+			 * each host's targets in full before it asks. */
+			{
+				char cmd[GS_CMD_DISPLAY_MAX], act[320];
+
+				target_command(s, t, cmd, sizeof(cmd));
+				action_text(p, t, act, sizeof(act));
+				json_object_set_new(o, GS_JK_COMMAND, gs_json_text(cmd));
+				json_object_set_new(o, "action_text", gs_json_text(act));
+			}
 			json_object_set_new(o, "sigterm_dropped", json_term_fate(t->term));
 			/* Not root, another user's process: the kernel refuses. */
 			json_object_set_new(o, "permitted", json_boolean(!t->not_permitted));

@@ -70,8 +70,8 @@ start_driver() { bg driver bash "$GS_FAKES/mkdrm.sh" release "$GS_HOST" "$AMD_RE
 	assert_status 0
 	assert_match "$output" "^GPU +VENDOR +NAME +UUID +USED +RESERVED +TOTAL +HOLDERS\$" "header"
 	assert_match "$output" "^0 +NVIDIA +NVIDIA H200 +$UUID0 +2048 MiB +615 MiB +143771 MiB +1\$" "NVIDIA row"
-	assert_match "$output" "^2 +Intel +Intel GPU 8086: $INTEL_PCI +1024 MiB +- +24576 MiB +1\$" "Intel row"
-	assert_match "$output" "^3 +AMD +AMD Instinct MI $AMD_UUID +4096 MiB +280 MiB +196288 MiB +1\$" "AMD row"
+	assert_match "$output" "^2 +Intel +Intel GPU 8086:e211 +$INTEL_PCI +1024 MiB +- +24576 MiB +1\$" "Intel row"
+	assert_match "$output" "^3 +AMD +AMD Instinct MI300X OAM +$AMD_UUID +4096 MiB +280 MiB +196288 MiB +1\$" "AMD row"
 	assert_match "$output" "^ *$amd +root +.*gs-holder.* +3 +4096 MiB +compute " "ROCm worker row"
 	assert_match "$output" "^ *$xe +root +.*gs-holder.* +2 +1024 MiB +compute " "Intel worker row"
 	assert_eq "$stderr" "" "stderr"
