@@ -44,9 +44,8 @@ size_t gs_cli_term_width(int fd)
 	const char *cols = getenv("COLUMNS");
 	bool tty = isatty(fd);
 
-	if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col;
-	/* As ps: COLUMNS is asked for, on a terminal or not. */
+	/* As ps and systemctl: a COLUMNS in the environment is asked for,
+	 * on a terminal or not, and wins over the terminal's size. */
 	if (cols && *cols) {
 		char *end;
 		unsigned long v = strtoul(cols, &end, 10);
@@ -54,6 +53,8 @@ size_t gs_cli_term_width(int fd)
 		if (!*end && v > 0 && v < 100000)
 			return v;
 	}
+	if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
 	/* Not a terminal: a script gets whole lines (ps does the same). */
 	return tty ? 80 : 0;
 }
