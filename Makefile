@@ -212,7 +212,7 @@ FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=
 	-fno-omit-frame-pointer -g -O1
 FUZZ_CFLAGS := $(CSTD) $(WARN) -Wno-unused-command-line-argument -Isrc -DGS_VERSION='"$(VERSION)"'
 FUZZ_TARGETS := pidstat pidstatus owner maps_line proc_devices nvidia_information hostlist \
-	inventory gpusel merge drm_fdinfo kfd_properties freezer_cgroup stopped supervised
+	inventory gpusel merge drm_fdinfo kfd_properties freezer_cgroup stopped supervised expect
 # The sources each parser needs, linked directly.
 FUZZ_SRC_pidstat := src/proc/procinfo.c src/proc/owner.c src/util/util.c
 FUZZ_SRC_pidstatus := $(FUZZ_SRC_pidstat)
@@ -231,6 +231,7 @@ FUZZ_SRC_kfd_properties := src/gpu/kfd.c src/util/pci.c src/util/util.c
 FUZZ_SRC_freezer_cgroup := src/proc/freezer.c src/util/util.c
 FUZZ_SRC_stopped := src/core/stopped.c src/proc/owner.c src/util/util.c
 FUZZ_SRC_supervised := src/proc/supervised.c src/proc/ptable.c src/proc/procinfo.c src/proc/owner.c src/util/util.c
+FUZZ_SRC_expect := src/core/expect.c src/util/util.c
 FUZZ_MAXLEN_inventory := 16384
 FUZZ_MAXLEN_merge := 16384
 FUZZ_DICT_merge := -dict=tests/fuzz/json.dict
