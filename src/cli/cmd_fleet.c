@@ -404,7 +404,7 @@ static int plans_then_act(const struct gs_request *cli, const struct gs_hostlist
 				plans[i].failure = GS_HF_BAD_OUTPUT;
 				free(plans[i].error);
 				plans[i].error = strdup(r == -E2BIG ? "too many targets to confirm; not asked to act"
-								    : "its plan names no start times (an older gpuslate?); not asked to act");
+								    : "its plan cannot be confirmed (no start times or an action this gpuslate does not know: another version?); not asked to act");
 			}
 			continue;
 		}

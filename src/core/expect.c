@@ -40,6 +40,30 @@ static void shown(const char *s, size_t len, char *buf, size_t buflen)
 	buf[o < buflen ? o : buflen - 1] = '\0';
 }
 
+/* The plan's action words (gs_action_str; plan.c is not linked into the
+ * parser's fuzzer, and test_expect checks that the two agree). */
+static const char *const action_words[] = {
+	[GS_ACT_SIGNAL] = "signal",
+	[GS_ACT_SIGNAL_GROUP] = "signal-group",
+	[GS_ACT_STOP_UNIT] = "stop-unit",
+	[GS_ACT_KILL] = "kill",
+	[GS_ACT_STOP_CONTAINER] = "stop-container",
+	[GS_ACT_STOP_SUPERVISED] = "stop-supervised",
+};
+
+const char *gs_expect_action_word(enum gs_action a)
+{
+	return (size_t)a < GS_ARRAY_SIZE(action_words) && action_words[a] ? action_words[a] : "unknown";
+}
+
+static bool known_action(const char *s, size_t len)
+{
+	for (size_t i = 0; i < GS_ARRAY_SIZE(action_words); i++)
+		if (action_words[i] && strlen(action_words[i]) == len && !memcmp(action_words[i], s, len))
+			return true;
+	return false;
+}
+
 int gs_expect_parse(const char *text, struct gs_expect *ret, char *err, size_t errlen)
 {
 	struct gs_expect e = { 0 };
@@ -55,16 +79,25 @@ int gs_expect_parse(const char *text, struct gs_expect *ret, char *err, size_t e
 	if (!strcmp(text, "none"))
 		return 0;
 	for (;;) {
-		const char *end = strchr(p, ','), *colon;
-		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *end = strchr(p, ','), *colon, *colon2 = NULL;
+		size_t len = end ? (size_t)(end - p) : strlen(p), stlen = 0, alen = 0;
 		uint64_t pid, st;
 
 		colon = memchr(p, ':', len);
-		if (!colon || parse_u64(p, (size_t)(colon - p), &pid) < 0 ||
-		    parse_u64(colon + 1, len - (size_t)(colon + 1 - p), &st) < 0 || pid < 1 ||
-		    pid > GS_EXPECT_PID_MAX) {
+		if (colon) {
+			stlen = len - (size_t)(colon + 1 - p);
+			colon2 = memchr(colon + 1, ':', stlen);
+			if (colon2) {
+				alen = stlen - (size_t)(colon2 + 1 - (colon + 1));
+				stlen = (size_t)(colon2 - (colon + 1));
+			}
+		}
+		if (!colon || parse_u64(p, (size_t)(colon - p), &pid) < 0 || parse_u64(colon + 1, stlen, &st) < 0 ||
+		    pid < 1 || pid > GS_EXPECT_PID_MAX || (colon2 && !known_action(colon2 + 1, alen))) {
 			shown(p, len, item, sizeof(item));
-			gs_seterr(err, errlen, "invalid --expect item '%s': expected PID:STARTTIME (PID 1 to %d, decimal)",
+			gs_seterr(err, errlen,
+				  "invalid --expect item '%s': expected PID:STARTTIME[:ACTION] (PID 1 to %d, decimal; "
+				  "ACTION a plan action such as signal or stop-unit)",
 				  item, GS_EXPECT_PID_MAX);
 			goto fail;
 		}
@@ -89,7 +122,10 @@ int gs_expect_parse(const char *text, struct gs_expect *ret, char *err, size_t e
 			e.items = n;
 			cap = ncap;
 		}
-		e.items[e.n++] = (struct gs_expect_item){ .pid = (pid_t)pid, .starttime = st };
+		e.items[e.n] = (struct gs_expect_item){ .pid = (pid_t)pid, .starttime = st };
+		if (colon2)
+			memcpy(e.items[e.n].action, colon2 + 1, alen); /* known_action: shorter than the field */
+		e.n++;
 		if (!end)
 			break;
 		p = end + 1;
@@ -112,10 +148,24 @@ int gs_expect_check(const struct gs_expect *e, const struct gs_plan *p, char *wh
 {
 	for (size_t t = 0; t < p->n_targets; t++) {
 		const struct gs_target *tg = &p->targets[t];
+		const char *now = gs_expect_action_word(tg->action);
 		bool listed = false;
 
-		for (size_t i = 0; i < e->n && !listed; i++)
-			listed = e->items[i].pid == tg->pid && e->items[i].starttime == tg->starttime;
+		for (size_t i = 0; i < e->n && !listed; i++) {
+			const struct gs_expect_item *it = &e->items[i];
+
+			if (it->pid != tg->pid || it->starttime != tg->starttime)
+				continue;
+			/* Shown, but to be stopped another way now (a signal
+			 * that became its unit's stop ends more than it). */
+			if (it->action[0] && strcmp(it->action, now)) {
+				gs_seterr(why, whylen,
+					  "not the confirmed plan: %d (%s) would be stopped with %s, not %s; nothing was stopped",
+					  (int)tg->pid, tg->comm, now, it->action);
+				return -ESTALE;
+			}
+			listed = true;
+		}
 		if (!listed) {
 			size_t extra = 0;
 
@@ -144,7 +194,7 @@ int gs_expect_check(const struct gs_expect *e, const struct gs_plan *p, char *wh
 
 int gs_expect_format(const struct gs_expect_item *items, size_t n, char **ret)
 {
-	size_t cap = n * 32 + 8, o = 0;
+	size_t cap = n * (GS_EXPECT_ITEM_MAX + 1) + 8, o = 0;
 	char *s;
 
 	if (n == 0) {
@@ -161,8 +211,13 @@ int gs_expect_format(const struct gs_expect_item *items, size_t n, char **ret)
 			free(s);
 			return -EINVAL;
 		}
-		o += (size_t)snprintf(s + o, cap - o, "%s%d:%llu", i ? "," : "", (int)items[i].pid,
-				      (unsigned long long)items[i].starttime);
+		if (items[i].action[0] && !known_action(items[i].action, strlen(items[i].action))) {
+			free(s);
+			return -EINVAL;
+		}
+		o += (size_t)snprintf(s + o, cap - o, "%s%d:%llu%s%s", i ? "," : "", (int)items[i].pid,
+				      (unsigned long long)items[i].starttime, items[i].action[0] ? ":" : "",
+				      items[i].action);
 	}
 	*ret = s;
 	return 0;

@@ -1028,7 +1028,7 @@ int gs_host_result_expect(const struct gs_host_result *r, char **ret)
 		return -ENODATA;
 	if (targets && !json_is_array(targets))
 		return -EPROTO;
-	_Static_assert(GS_EXPECT_MAX * 29 + sizeof("--expect=") <= GS_REMOTE_WORD_MAX,
+	_Static_assert(GS_EXPECT_MAX * (GS_EXPECT_ITEM_MAX + 1) + sizeof("--expect=") <= GS_REMOTE_WORD_MAX,
 		       "an --expect list of GS_EXPECT_MAX items fits one remote word");
 	if (n > GS_EXPECT_MAX)
 		return -E2BIG;
@@ -1047,6 +1047,18 @@ int gs_host_result_expect(const struct gs_host_result *r, char **ret)
 		}
 		items[i].pid = (pid_t)json_integer_value(pid);
 		items[i].starttime = (uint64_t)json_integer_value(st);
+		/* And how it was shown to be stopped: the host stops nothing
+		 * if that changed. A word this gpuslate does not know fails
+		 * the format (-EINVAL): not asked to act. */
+		{
+			const char *a = json_string_value(json_object_get(t, "action"));
+
+			if (!a || strlen(a) >= sizeof(items[i].action)) {
+				free(items);
+				return -EPROTO;
+			}
+			memcpy(items[i].action, a, strlen(a) + 1);
+		}
 	}
 	rc = gs_expect_format(items, n, ret);
 	free(items);

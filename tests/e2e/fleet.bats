@@ -342,11 +342,18 @@ start_eight() {
 	[[ "$stderr" == *"not the confirmed plan: $p (gs-holder) is a new target; nothing was stopped"* ]]
 	run -10 onhost reclaim -y --grace 1 --expect "$p:$((st + 1))"
 	[ -e "/proc/$p" ]
+	# Shown with another action than the plan's now (a unit stop that
+	# became a signal, or the other way): nothing stopped either.
+	run -10 --separate-stderr onhost reclaim -y --grace 1 --expect "$p:$st:stop-unit"
+	[[ "$stderr" == *"not the confirmed plan: $p (gs-holder) would be stopped with signal, not stop-unit; nothing was stopped"* ]]
+	[ -e "/proc/$p" ]
+	run -2 --separate-stderr onhost reclaim -y --grace 1 --expect "$p:$st:reboot"
+	[ -e "/proc/$p" ]
 	# -w cannot carry one list for every host.
 	run -2 gs -w gpu01 reclaim -y --expect none
 	[[ "$output" == *"--expect is set for each host by the fleet"* ]]
-	# Its own identity: stopped.
-	run -0 onhost reclaim -y --grace 1 --expect "$p:$st"
+	# Its own identity (and action): stopped.
+	run -0 onhost reclaim -y --grace 1 --expect "$p:$st:signal"
 	wait_for 5 pid_gone "$p"
 }
 

@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(gs_expect_parse(again, &back, err, sizeof(err)) == 0);
 	FUZZ_CHECK(back.n == e.n);
 	for (size_t i = 0; i < e.n; i++)
-		FUZZ_CHECK(back.items[i].pid == e.items[i].pid && back.items[i].starttime == e.items[i].starttime);
+		FUZZ_CHECK(back.items[i].pid == e.items[i].pid && back.items[i].starttime == e.items[i].starttime &&
+			   !strcmp(back.items[i].action, e.items[i].action));
 	gs_expect_free(&back);
 	gs_expect_free(&e);
 	free(again);

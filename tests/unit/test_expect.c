@@ -119,7 +119,7 @@ static void test_check_passes_only_what_was_confirmed(void **state)
 
 static void test_format_reads_back(void **state)
 {
-	struct gs_expect_item items[2] = { { 42, 9 }, { 4194304, UINT64_MAX } };
+	struct gs_expect_item items[2] = { { .pid = 42, .starttime = 9 }, { .pid = 4194304, .starttime = UINT64_MAX } };
 	struct gs_expect e;
 	char *s, err[256];
 
@@ -138,6 +138,40 @@ static void test_format_reads_back(void **state)
 	assert_int_equal(gs_expect_format(items, 2, &s), -EINVAL);
 }
 
+/* PID:STARTTIME:ACTION: the action shown must still be the plan's. */
+static void test_an_action_that_changed_is_a_mismatch(void **state)
+{
+	struct gs_target t[1] = { { .pid = 100, .starttime = 5, .action = GS_ACT_STOP_UNIT, .comm = "vllm" } };
+	struct gs_expect_item items[1] = { { .pid = 100, .starttime = 5, .action = "signal" } };
+	struct gs_expect e;
+	struct gs_plan p;
+	char why[256], err[256], *s;
+
+	(void)state;
+	plan_with(&p, t, 1);
+	assert_int_equal(gs_expect_parse("100:5:stop-unit", &e, err, sizeof(err)), 0);
+	assert_string_equal(e.items[0].action, "stop-unit");
+	assert_int_equal(gs_expect_check(&e, &p, why, sizeof(why)), 0);
+	gs_expect_free(&e);
+	/* Shown as a signal; the unit stop it became would end its unit. */
+	assert_int_equal(gs_expect_parse("100:5:signal", &e, err, sizeof(err)), 0);
+	assert_int_equal(gs_expect_check(&e, &p, why, sizeof(why)), -ESTALE);
+	assert_string_equal(why,
+			    "not the confirmed plan: 100 (vllm) would be stopped with stop-unit, not signal; nothing was stopped");
+	gs_expect_free(&e);
+	/* Words the plan does not have, or an empty one, are refused. */
+	assert_int_equal(gs_expect_parse("100:5:reboot", &e, err, sizeof(err)), -EINVAL);
+	assert_int_equal(gs_expect_parse("100:5:", &e, err, sizeof(err)), -EINVAL);
+	assert_int_equal(gs_expect_parse("100:5:signal:x", &e, err, sizeof(err)), -EINVAL);
+	/* The format writes it, and reads back. */
+	assert_int_equal(gs_expect_format(items, 1, &s), 0);
+	assert_string_equal(s, "100:5:signal");
+	free(s);
+	/* The parser's words are the plan's, every one. */
+	for (enum gs_action a = GS_ACT_SIGNAL; a <= GS_ACT_STOP_SUPERVISED; a++)
+		assert_string_equal(gs_expect_action_word(a), gs_action_str(a));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_parse_refuses_more_than_the_limit),
 		cmocka_unit_test(test_check_passes_only_what_was_confirmed),
 		cmocka_unit_test(test_format_reads_back),
+		cmocka_unit_test(test_an_action_that_changed_is_a_mismatch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1009,8 +1009,11 @@ static void test_stopped_words_and_expect(void **state)
 		"{\"pid\": 14, \"comm\": \"root\", \"outcome\": \"permission-denied\"}]}";
 	static const char dry[] =
 		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
-		"\"plan\": {\"targets\": [{\"pid\": 10, \"start_time\": 555, \"comm\": \"vllm\"}, "
-		"{\"pid\": 11, \"start_time\": 0, \"comm\": \"x\"}]}}";
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"start_time\": 555, \"comm\": \"vllm\", \"action\": \"stop-unit\"}, "
+		"{\"pid\": 11, \"start_time\": 0, \"comm\": \"x\", \"action\": \"signal\"}]}}";
+	static const char dry_newer[] =
+		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
+		"\"plan\": {\"targets\": [{\"pid\": 10, \"start_time\": 555, \"comm\": \"vllm\", \"action\": \"teleport\"}]}}";
 	static const char dry_old[] =
 		"{\"schema_version\": 1, \"command\": \"reclaim\", \"verdict\": \"dry-run\", \"gpus\": [], "
 		"\"plan\": {\"targets\": [{\"pid\": 10, \"comm\": \"vllm\"}]}}";
@@ -1024,8 +1027,12 @@ static void test_stopped_words_and_expect(void **state)
 	expect_line("reclaim", 0, doc, NULL, GS_HV_CLEAN, "clean, 1 GPU, 0 MiB, stopped 3 processes (vllm, python3)");
 	judge(&r, "h", "reclaim", 0, dry, NULL);
 	assert_int_equal(gs_host_result_expect(&r, &e), 0);
-	assert_string_equal(e, "10:555,11:0");
+	assert_string_equal(e, "10:555:stop-unit,11:0:signal");
 	free(e);
+	gs_host_result_free(&r);
+	/* An action word this gpuslate does not know: not asked to act. */
+	judge(&r, "h", "reclaim", 0, dry_newer, NULL);
+	assert_int_equal(gs_host_result_expect(&r, &e), -EINVAL);
 	gs_host_result_free(&r);
 	judge(&r, "h", "reclaim", 0, dry_old, NULL);
 	assert_int_equal(gs_host_result_expect(&r, &e), -EPROTO);
