@@ -77,6 +77,8 @@ size_t gs_cli_term_width(int fd);
 /* The width a table printed on f takes: gs_cli_term_width, or no limit
  * with --wide. */
 size_t gs_cli_table_width(const struct gs_request *req, FILE *f);
+/* "Proceed? [y/N]" on stderr, the answer from stdin: true only for y/yes. */
+bool gs_cli_ask_proceed(void);
 
 /* "gpuslate: " + message on stderr, escaped (util/sanitize.h). cli/output.c */
 void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -302,18 +302,6 @@ static int run_hosts(const struct gs_request *cli, char *const *names, size_t n,
 	return 0;
 }
 
-static bool ask_proceed(void)
-{
-	char line[64];
-
-	fprintf(stderr, "Proceed? [y/N] ");
-	fflush(stderr);
-	if (!fgets(line, sizeof(line), stdin))
-		return false;
-	gs_strstrip(line);
-	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
-}
-
 /* A fleet reclaim on a terminal: every host's plan first (the remote side
  * run with --dry-run), shown folded as the fleet's other output is, then
  * one question; then each host that gave a plan is told to act on that
@@ -430,7 +418,7 @@ static int plans_then_act(const struct gs_request *cli, const struct gs_hostlist
 		goto out;
 	}
 	if (n_targets) {
-		if (!ask_proceed()) {
+		if (!gs_cli_ask_proceed()) {
 			gs_err("not confirmed: nothing was stopped on any host");
 			rc = GS_EXIT_REFUSED;
 			goto out;

@@ -58,18 +58,6 @@ static void on_plan(void *ud, const struct gs_reclaim *rc)
 		fprintf(t->out, "%c%s.\n", toupper((unsigned char)rc->no_match_msg[0]), GS_SAFE(rc->no_match_msg + 1));
 }
 
-static bool ask(void)
-{
-	char line[64];
-
-	fprintf(stderr, "Proceed? [y/N] ");
-	fflush(stderr);
-	if (!fgets(line, sizeof(line), stdin))
-		return false;
-	gs_strstrip(line);
-	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
-}
-
 static enum gs_confirm on_confirm(void *ud, const struct gs_plan *p)
 {
 	(void)ud;
@@ -79,7 +67,7 @@ static enum gs_confirm on_confirm(void *ud, const struct gs_plan *p)
 		return GS_CONFIRM_NO_TERMINAL;
 	}
 	fflush(stdout);
-	if (!ask()) {
+	if (!gs_cli_ask_proceed()) {
 		gs_err("not confirmed: nothing was changed");
 		return GS_CONFIRM_NO;
 	}

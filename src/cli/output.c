@@ -59,6 +59,20 @@ size_t gs_cli_term_width(int fd)
 	return tty ? 80 : 0;
 }
 
+/* The one question before acting, on stderr; only "y" or "yes" (any case)
+ * is a yes, end of input a no. Shared by reclaim and the fleet. */
+bool gs_cli_ask_proceed(void)
+{
+	char line[64];
+
+	fprintf(stderr, "Proceed? [y/N] ");
+	fflush(stderr);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	gs_strstrip(line);
+	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
+}
+
 size_t gs_cli_table_width(const struct gs_request *req, FILE *f)
 {
 	return req->wide ? 0 : gs_cli_term_width(fileno(f));
